@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+// pushfleet: push-notification delivery workers (see README.md, ../shared/DESIGN.md).
+import PackageDescription
+import Foundation
+
+/// True when `dir` (relative to this manifest) holds Swift sources; test folders are filled in
+/// module by module while the package grows, and SwiftPM refuses a target with no sources.
+func hasSources(_ dir: String) -> Bool {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(dir)
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+    return names.contains { $0.hasSuffix(".swift") }
+}
+
+/// One test target per module, each depending on the modules it exercises.
+let testTargets: [Target] = [
+    .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto"]),
+    .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto"]),
+    .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto"]),
+    .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto"]),
+    .testTarget(name: "PushWorkerTests", dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto"]),
+]
+
+let package = Package(
+    name: "pushfleet",
+    products: [
+        .executable(name: "pushfleet", targets: ["pushfleet"]),
+    ],
+    targets: [
+        // MARK: - System C libraries (Debian -dev packages, found through pkg-config)
+        .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // Typed wrappers for the variadic C calls Swift cannot make (curl_easy_setopt, MHD_start_daemon).
+        .target(name: "CPushShims", dependencies: ["CCurl", "CMicroHTTPD"]),
+
+        // MARK: - Product modules
+        .target(name: "PushCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "PushCore", dependencies: ["PushCrypto"]),
+        .target(name: "PushStore", dependencies: ["CLibpq", "PushCore"]),
+        .target(name: "PushProviders", dependencies: ["CCurl", "CPushShims", "PushCrypto", "PushCore"]),
+        .target(name: "PushWorker", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "CPushShims", "CMicroHTTPD"]),
+        .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker"]),
+
+        // MARK: - Tests (see `testTargets` below)
+    ] + testTargets.filter { hasSources("Tests/\($0.name)") },
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,27 @@
+// Typed wrappers for variadic C functions that Swift cannot call directly.
+// Each wrapper fixes one argument type; they can go once the C APIs offer typed variants.
+#ifndef CPUSHSHIMS_H
+#define CPUSHSHIMS_H
+#include <curl/curl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+CURLcode cpush_easy_setopt_long(CURL *h, CURLoption o, long v);
+CURLcode cpush_easy_setopt_ptr(CURL *h, CURLoption o, const void *v);
+CURLcode cpush_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v);
+CURLcode cpush_easy_setopt_write_cb(CURL *h, size_t (*cb)(char *, size_t, size_t, void *));
+CURLcode cpush_easy_setopt_header_cb(CURL *h, size_t (*cb)(char *, size_t, size_t, void *));
+CURLcode cpush_easy_getinfo_long(CURL *h, CURLINFO i, long *out);
+CURLcode cpush_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out);
+CURLcode cpush_easy_getinfo_double(CURL *h, CURLINFO i, double *out);
+CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v);
+
+/// Starts a libmicrohttpd daemon on 127.0.0.1-or-any `port` with an internal polling thread,
+/// a connection limit and a per-connection timeout (seconds). Returns NULL on failure.
+struct MHD_Daemon *cpush_mhd_start(uint16_t port, int loopback_only,
+                                   MHD_AccessHandlerCallback handler, void *handler_cls,
+                                   unsigned int connection_limit, unsigned int timeout_seconds);
+#endif

@@ -1,0 +1,1 @@
+// PushStore module.
