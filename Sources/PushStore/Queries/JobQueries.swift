@@ -1,0 +1,146 @@
+/// SQL of the queue, in one place. Every statement is parameterized; "now" is an optional
+/// parameter falling back to the server's `now()` so tests can pin the clock.
+/// Indexes: `push_jobs_due_idx` (claim), `push_jobs_lease_idx` (heartbeat-less rescue),
+/// primary keys elsewhere.
+enum JobQueries {
+    /// Claims up to `$2` due jobs for owner `$3` with a lease of `$4` seconds, round-robin across
+    /// apps: among the oldest `$5` due jobs (a bounded window read from `push_jobs_due_idx`), each
+    /// app's first job comes before any app's second, priority ordering work within an app.
+    /// Rows another worker holds are skipped (`FOR UPDATE SKIP LOCKED`); never more than `$2` rows.
+    /// Returns each job with its notification's content and its app's send-time policy.
+    static let claimBatch = """
+    WITH window_jobs AS (
+        SELECT id, app_id, priority, run_at FROM push_jobs
+         WHERE state = 'available' AND run_at <= coalesce($1::timestamptz, now())
+         ORDER BY priority DESC, run_at, id
+         LIMIT $5::int
+    ), ranked AS (
+        SELECT id, priority, run_at,
+               row_number() OVER (PARTITION BY app_id ORDER BY priority DESC, run_at, id) AS turn
+          FROM window_jobs
+    ), picked AS (
+        SELECT j.id FROM push_jobs j
+          JOIN (SELECT id, turn, priority, run_at FROM ranked ORDER BY turn, priority DESC, run_at, id LIMIT $2::int) r
+            ON r.id = j.id
+         WHERE j.state = 'available'
+         FOR UPDATE OF j SKIP LOCKED
+    ), claimed AS (
+        UPDATE push_jobs j
+           SET state = 'running', attempt = j.attempt + 1, lease_owner = $3::text,
+               lease_token = gen_random_uuid(),
+               lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $4::float8)
+          FROM picked WHERE j.id = picked.id
+        RETURNING j.id, j.kind, j.notification_id, j.device_ids, j.lease_token, j.attempt, j.max_attempts, j.priority
+    )
+    SELECT c.id, c.kind, c.notification_id, c.device_ids, c.lease_token, c.attempt, c.max_attempts,
+           n.app_id, n.mode, n.status, n.title, n.body, n.data, n.badge, n.sound, n.thread_id, n.collapse_key,
+           n.priority, n.ttl_seconds, n.accepted_at, n.send_at, n.expires_at, n.encrypted, n.sms_phone IS NOT NULL AS has_sms,
+           a.require_encryption, a.placeholder_title, a.placeholder_body, a.deleted_at IS NOT NULL AS app_deleted
+      FROM claimed c
+      JOIN push_notifications n ON n.id = c.notification_id
+      JOIN push_apps a ON a.id = n.app_id
+     ORDER BY c.priority DESC, c.id
+    """
+
+    /// The send-time step of a notification job (see `push_start_notification` in sql/0002).
+    static let startNotification = """
+    SELECT inline_device_ids, batch_jobs, gone, encrypted
+      FROM push_start_notification($1::bigint, $2::uuid, $3::int, coalesce($4::timestamptz, now()))
+    """
+
+    /// One batch's devices, keys, delivery progress and acceptance charge, in one round trip.
+    /// `targeted` re-checks R-SEND-1 at send time for every device (a retry batch may run after the
+    /// device moved, was deleted or deactivated).
+    static let loadBatchDevices = """
+    SELECT ids.id AS device_id, d.id IS NOT NULL AS found, d.platform, d.token, d.endpoint, d.p256dh,
+           d.auth_secret, d.apns_environment, d.public_key, d.kid, d.last_registered_at,
+           coalesce(d.app_id = n.app_id AND d.mode = n.mode AND d.active AND d.user_id = ANY (n.user_ids)
+                    AND (n.device_ids IS NULL OR d.id = ANY (n.device_ids)), false) AS targeted,
+           del.status AS delivery_status, coalesce(del.attempts, 0) AS attempts, del.next_attempt_at,
+           EXISTS (SELECT 1 FROM push_ledger l
+                    WHERE l.notification_id = n.id AND l.device_id = ids.id AND l.kind = 'charge') AS charged,
+           push_apns_id(n.id, ids.id) AS apns_id
+      FROM push_notifications n
+     CROSS JOIN unnest($2::uuid[]) AS ids(id)
+      LEFT JOIN push_devices d ON d.id = ids.id
+      LEFT JOIN push_deliveries del ON del.notification_id = n.id AND del.device_id = ids.id
+     WHERE n.id = $1::uuid
+    """
+
+    /// Everything a batch produced (see `push_record_batch` in sql/0002): one round trip.
+    static let recordBatch = """
+    SELECT remaining_batches, deactivated, endings, has_sms
+      FROM push_record_batch($1::bigint, $2::uuid, $3::uuid[], $4::text[], $5::text[], $6::text[], $7::boolean[],
+                             $8::text[], $9::text[], $10::int[], $11::timestamptz[], $12::bytea[], $13::boolean[],
+                             $14::text[], $15::timestamptz[], $16::text[], $17::text[], $18::text[],
+                             coalesce($19::timestamptz, now()))
+    """
+
+    /// The notification's final state (see `push_finalize_notification`).
+    static let finalizeNotification = """
+    SELECT push_finalize_notification($1::uuid, $2::text, $3::text, coalesce($4::timestamptz, now()))
+    """
+
+    /// Extends the leases of the jobs this worker still holds, matched by (id, lease token).
+    static let heartbeat = """
+    UPDATE push_jobs j SET lease_expires_at = now() + make_interval(secs => $3::float8)
+      FROM unnest($1::bigint[], $2::uuid[]) AS h(id, token)
+     WHERE j.id = h.id AND j.lease_token = h.token AND j.state = 'running'
+    RETURNING j.id
+    """
+
+    /// Puts back jobs whose lease expired (their worker died or hung), or sets them aside once out
+    /// of attempts (poison jobs stay listable: `pushfleet jobs list --state discarded`).
+    static let rescueExpired = """
+    UPDATE push_jobs
+       SET state = CASE WHEN attempt >= max_attempts THEN 'discarded' ELSE 'available' END,
+           finalized_at = CASE WHEN attempt >= max_attempts THEN now() END,
+           run_at = now(), lease_token = NULL, lease_expires_at = NULL,
+           last_error = 'LEASE_EXPIRED: lease of ' || coalesce(lease_owner, '?') || ' expired'
+     WHERE state = 'running' AND lease_expires_at < coalesce($1::timestamptz, now())
+    RETURNING id, state
+    """
+
+    /// A job whose processing failed (not a delivery: the job itself): retried at `$4`, or set aside
+    /// once out of attempts. Guarded by the lease token.
+    static let failJob = """
+    UPDATE push_jobs
+       SET state = CASE WHEN attempt >= max_attempts THEN 'discarded' ELSE 'available' END,
+           finalized_at = CASE WHEN attempt >= max_attempts THEN now() END,
+           run_at = $4::timestamptz, lease_token = NULL, lease_expires_at = NULL, lease_owner = NULL,
+           last_error = left($3::text, 1000)
+     WHERE id = $1::bigint AND lease_token = $2::uuid AND state = 'running'
+    RETURNING state
+    """
+
+    /// Releases a job untouched (graceful shutdown before processing it): back to available now,
+    /// without spending an attempt.
+    static let releaseJob = """
+    UPDATE push_jobs SET state = 'available', attempt = greatest(attempt - 1, 0), lease_token = NULL,
+                         lease_expires_at = NULL, lease_owner = NULL
+     WHERE id = $1::bigint AND lease_token = $2::uuid AND state = 'running'
+    """
+
+    /// The nearest future run_at (for sleeping until a scheduled notification is due).
+    static let nextRunAt = """
+    SELECT min(run_at) AS next FROM push_jobs WHERE state = 'available'
+    """
+
+    /// Operators: list jobs by state (`push_jobs_due_idx` for available; others scan, bounded by `$2`).
+    static let listJobs = """
+    SELECT id, kind, notification_id, state, attempt, max_attempts, run_at, last_error,
+           coalesce(cardinality(device_ids), 0) AS devices
+      FROM push_jobs WHERE state = $1::text ORDER BY id DESC LIMIT $2::int
+    """
+
+    /// Operators: put a discarded (or cancelled-by-error) job back, with fresh attempts.
+    static let retryJob = """
+    UPDATE push_jobs SET state = 'available', run_at = now(), attempt = 0, finalized_at = NULL,
+                         last_error = NULL
+     WHERE id = $1::bigint AND state = 'discarded'
+    RETURNING id
+    """
+
+    /// Queue depth by state, due now, oldest due age (the `push_queue_stats` view).
+    static let stats = "SELECT * FROM push_queue_stats"
+}
