@@ -9,7 +9,9 @@ internal import COpenSSL
 
 /// Owns one OpenSSL object (EC_GROUP, EC_POINT, BIGNUM, BN_CTX, EVP_CIPHER_CTX, EVP_CIPHER) and
 /// frees it in `deinit`. `pointer` must not escape the owner's lifetime.
-final class WebPushCHandle {
+/// `@unchecked Sendable`: a handle is either local to one call, or (the curve and the fetched
+/// cipher) created once and only read afterwards, which OpenSSL allows from any thread.
+final class WebPushCHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     private let release: (OpaquePointer) -> Void
 

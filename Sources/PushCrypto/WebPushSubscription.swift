@@ -49,7 +49,9 @@ public struct WebPushSubscription: Equatable, Sendable {
     }
 
     /// Validates an endpoint URL and returns its origin (`https://host[:port]`). The URL must
-    /// parse, be at most 2048 bytes without spaces or control characters, use scheme `https`,
+    /// parse, be at most 2048 bytes of RFC 3986 characters only (unreserved, reserved, `%`: so
+    /// no space, control, backslash or non-ASCII byte on which URL parsers could disagree with
+    /// libcurl), use scheme `https`,
     /// carry no user info, and have a host that `WebPushAddressPolicy.checkHost` accepts (no
     /// loopback, private, link-local, unique-local, CGNAT, unspecified or otherwise internal
     /// address or name). Throws `VALIDATION_ERROR(endpoint)`.
@@ -57,8 +59,8 @@ public struct WebPushSubscription: Equatable, Sendable {
         guard !endpoint.isEmpty, endpoint.utf8.count <= maximumEndpointLength else {
             throw WebPushError.validation("endpoint", "must be 1...\(maximumEndpointLength) bytes")
         }
-        guard endpoint.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7f }) else {
-            throw WebPushError.validation("endpoint", "contains spaces or control characters")
+        guard endpoint.utf8.allSatisfy(isURLCharacter) else {
+            throw WebPushError.validation("endpoint", "contains characters outside RFC 3986 (spaces, controls, backslash, non-ASCII)")
         }
         guard let url = URLComponents(string: endpoint), let scheme = url.scheme else {
             throw WebPushError.validation("endpoint", "is not a URL")
@@ -80,5 +82,16 @@ public struct WebPushSubscription: Equatable, Sendable {
             return "https://\(shownHost):\(port)"
         }
         return "https://\(shownHost)"
+    }
+
+    /// RFC 3986 characters: ALPHA DIGIT `-._~` (unreserved), `:/?#[]@!$&'()*+,;=` (reserved), `%`.
+    private static func isURLCharacter(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("-._~:/?#[]@!$&'()*+,;=%".utf8).contains(c)
+        }
     }
 }

@@ -39,7 +39,9 @@ final class WebPushSubscriptionTests: XCTestCase {
     func testEndpointMustBeAnHTTPSURL() {
         for bad in ["", "not a url", "http://fcm.googleapis.com/x", "ftp://fcm.googleapis.com/x", "https://",
                     "https:///path", "//fcm.googleapis.com/x", "https://user:pw@fcm.googleapis.com/x",
-                    "https://fcm.googleapis.com/a b", "https://" + String(repeating: "a", count: 2050) + ".com/"] {
+                    "https://fcm.googleapis.com/a b", "https://fcm.googleapis.com\\@127.0.0.1/", "https://fcm.googleapis.com/\u{e9}",
+                    "https://127.0.0.%31/x", "https://fcm.googleapis.com@127.0.0.1/x", "https://127.0.0.1#@fcm.googleapis.com",
+                    "https://fcm.googleapis.com/\t", "https://" + String(repeating: "a", count: 2050) + ".com/"] {
             assertRefused("endpoint") { _ = try subscribe(bad) }
         }
     }
