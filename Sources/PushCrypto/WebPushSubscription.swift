@@ -1,0 +1,97 @@
+import struct Foundation.URLComponents
+
+/// A validated Web Push subscription (R-DEV-1; the browser's `PushSubscription` JSON:
+/// `endpoint`, `keys.p256dh`, `keys.auth`). Construction validates every field and each refusal
+/// is `VALIDATION_ERROR` naming its field, so the API can answer HTTP 422 with it.
+public struct WebPushSubscription: Equatable, Sendable {
+    /// Longest endpoint accepted, in UTF-8 bytes (product decision; real services use ~250).
+    public static let maximumEndpointLength = 2048
+
+    /// The push resource URL, exactly as given.
+    public let endpoint: String
+    /// The user agent's 65-byte uncompressed P-256 public key, checked to be on the curve.
+    public let p256dh: [UInt8]
+    /// The 16-byte authentication secret.
+    public let auth: [UInt8]
+    /// The endpoint's origin, `https://host[:port]` (port omitted when 443): the VAPID `aud`
+    /// claim (RFC 8292 §2).
+    public let origin: String
+
+    /// Validates raw key bytes. Throws `VALIDATION_ERROR` with field `endpoint` (see
+    /// `validateEndpoint`), `p256dh` (not 65 bytes, not 0x04-prefixed, or not on P-256) or
+    /// `auth` (not exactly 16 bytes). `allowLoopback` admits 127/8, ::1 and `localhost`, for
+    /// tests against local fakes only.
+    public init(endpoint: String, p256dh: [UInt8], auth: [UInt8], allowLoopback: Bool = false) throws {
+        let origin = try Self.validateEndpoint(endpoint, allowLoopback: allowLoopback)
+        guard WebPushEC.isValidPublicKey(p256dh) else {
+            throw WebPushError.validation("p256dh", "must be a 65-byte uncompressed P-256 point on the curve")
+        }
+        guard auth.count == WebPushEncryption.authSecretLength else {
+            throw WebPushError.validation("auth", "must be exactly 16 bytes, got \(auth.count)")
+        }
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+        self.auth = auth
+        self.origin = origin
+    }
+
+    /// Validates the browser's form: keys as base64url text (padding tolerated). Throws
+    /// `VALIDATION_ERROR` naming `p256dh` or `auth` when they do not decode, and as
+    /// `init(endpoint:p256dh:auth:allowLoopback:)` otherwise.
+    public init(endpoint: String, p256dhBase64URL: String, authBase64URL: String, allowLoopback: Bool = false) throws {
+        guard let key = Base64URL.decode(p256dhBase64URL) else {
+            throw WebPushError.validation("p256dh", "is not base64url")
+        }
+        guard let secret = Base64URL.decode(authBase64URL) else {
+            throw WebPushError.validation("auth", "is not base64url")
+        }
+        try self.init(endpoint: endpoint, p256dh: key, auth: secret, allowLoopback: allowLoopback)
+    }
+
+    /// Validates an endpoint URL and returns its origin (`https://host[:port]`). The URL must
+    /// parse, be at most 2048 bytes of RFC 3986 characters only (unreserved, reserved, `%`: so
+    /// no space, control, backslash or non-ASCII byte on which URL parsers could disagree with
+    /// libcurl), use scheme `https`,
+    /// carry no user info, and have a host that `WebPushAddressPolicy.checkHost` accepts (no
+    /// loopback, private, link-local, unique-local, CGNAT, unspecified or otherwise internal
+    /// address or name). Throws `VALIDATION_ERROR(endpoint)`.
+    public static func validateEndpoint(_ endpoint: String, allowLoopback: Bool = false) throws -> String {
+        guard !endpoint.isEmpty, endpoint.utf8.count <= maximumEndpointLength else {
+            throw WebPushError.validation("endpoint", "must be 1...\(maximumEndpointLength) bytes")
+        }
+        guard endpoint.utf8.allSatisfy(isURLCharacter) else {
+            throw WebPushError.validation("endpoint", "contains characters outside RFC 3986 (spaces, controls, backslash, non-ASCII)")
+        }
+        guard let url = URLComponents(string: endpoint), let scheme = url.scheme else {
+            throw WebPushError.validation("endpoint", "is not a URL")
+        }
+        guard scheme.lowercased() == "https" else {
+            throw WebPushError.validation("endpoint", "scheme must be https")
+        }
+        guard url.user == nil, url.password == nil else {
+            throw WebPushError.validation("endpoint", "must not carry user info")
+        }
+        guard var host = url.host, !host.isEmpty else {
+            throw WebPushError.validation("endpoint", "has no host")
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        try WebPushAddressPolicy.checkHost(host, allowLoopback: allowLoopback)
+        let shownHost = host.contains(":") ? "[\(host.lowercased())]" : host.lowercased()
+        if let port = url.port, port != 443 {
+            guard (1...65535).contains(port) else { throw WebPushError.validation("endpoint", "port out of range") }
+            return "https://\(shownHost):\(port)"
+        }
+        return "https://\(shownHost)"
+    }
+
+    /// RFC 3986 characters: ALPHA DIGIT `-._~` (unreserved), `:/?#[]@!$&'()*+,;=` (reserved), `%`.
+    private static func isURLCharacter(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("-._~:/?#[]@!$&'()*+,;=%".utf8).contains(c)
+        }
+    }
+}
