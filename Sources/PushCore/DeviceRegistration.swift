@@ -1,0 +1,126 @@
+import PushCrypto
+
+/// A device registration as the API receives it, validated field by field (R-DEV-1, R-DEV-3,
+/// R-DEV-4). Pure apart from the P-256 point check, which PushCrypto does without I/O.
+public struct DeviceRegistration: Sendable {
+    /// What to do with the stored encryption key (R-DEV-4).
+    public enum KeyChange: Sendable, Equatable {
+        /// The field was absent: keep the stored key (a new device has none).
+        case keep
+        /// A new key: the validated 65-byte point and its kid (R-DEV-3).
+        case set(raw: [UInt8], kid: String)
+        /// Explicit null: remove the key (fires no webhook).
+        case remove
+
+        /// The SQL function's action word: `keep`, `set` or `remove`.
+        public var action: String {
+            switch self {
+            case .keep: return "keep"
+            case .set: return "set"
+            case .remove: return "remove"
+            }
+        }
+    }
+
+    /// A validated Web Push subscription (RFC 8030 endpoint, RFC 8291 keys).
+    public struct Subscription: Sendable, Equatable {
+        public var endpoint: String
+        public var p256dh: [UInt8]
+        public var auth: [UInt8]
+    }
+
+    public var mode: Mode
+    public var platform: Platform
+    /// Provider token (iOS, Android); nil for web.
+    public var token: String?
+    /// Web only.
+    public var subscription: Subscription?
+    public var userID: String
+    /// iOS only, required there.
+    public var apnsEnvironment: APNsEnvironment?
+    public var key: KeyChange
+
+    /// Longest token (R-DEV-1), in characters.
+    public static let maxTokenLength = 512
+    /// Longest user id (R-DEV-1), in characters.
+    public static let maxUserIDLength = 255
+
+    /// Validates raw API fields. `encryptionPublicKey`: `.none` = field absent, `.some(nil)` =
+    /// explicit null, `.some(text)` = base64url of the 65-byte point. `allowLoopbackEndpoints` is
+    /// for tests only. Throws `PushError` with code `VALIDATION_ERROR` naming the field.
+    public static func validate(mode: String, platform: String, token: String?, userID: String,
+                                apnsEnvironment: String?, encryptionPublicKey: String??,
+                                subscriptionEndpoint: String? = nil, subscriptionP256dh: String? = nil,
+                                subscriptionAuth: String? = nil,
+                                allowLoopbackEndpoints: Bool = false) throws -> DeviceRegistration {
+        func invalid(_ field: String, _ why: String) -> PushError {
+            PushError(.validationError, "\(field): \(why)")
+        }
+        guard let mode = Mode(rawValue: mode) else { throw invalid("mode", "must be test or live") }
+        guard let platform = Platform(rawValue: platform) else {
+            throw invalid("platform", "must be ios, android or web")
+        }
+        guard !userID.isEmpty, userID.count <= maxUserIDLength else {
+            throw invalid("user_id", "must be 1 to \(maxUserIDLength) characters")
+        }
+        var environment: APNsEnvironment? = nil
+        if platform == .ios {
+            guard let text = apnsEnvironment, let env = APNsEnvironment(rawValue: text) else {
+                throw invalid("apns_environment", "must be sandbox or production for an iOS device")
+            }
+            environment = env
+        } else if apnsEnvironment != nil {
+            throw invalid("apns_environment", "applies to iOS devices only")
+        }
+
+        var subscription: Subscription? = nil
+        if platform == .web {
+            if token != nil { throw invalid("token", "web devices register a subscription, not a token") }
+            if case .some(.some) = encryptionPublicKey {
+                throw invalid("encryption_public_key", "web devices take no encryption key (RFC 8291 protects them)")
+            }
+            guard let endpoint = subscriptionEndpoint, let p256dh = subscriptionP256dh, let auth = subscriptionAuth else {
+                throw invalid("subscription", "endpoint, p256dh and auth are required for a web device")
+            }
+            do {
+                let s = try WebPushSubscription(endpoint: endpoint, p256dhBase64URL: p256dh, authBase64URL: auth,
+                                                allowLoopback: allowLoopbackEndpoints)
+                subscription = Subscription(endpoint: s.endpoint, p256dh: s.p256dh, auth: s.auth)
+            } catch let e as WebPushError {
+                throw invalid("subscription.\(e.field ?? "endpoint")", e.message)
+            }
+        } else {
+            guard let token, isValidToken(token) else {
+                throw invalid("token", "must be 1 to \(maxTokenLength) characters of A-Z a-z 0-9 _ : . -")
+            }
+            if subscriptionEndpoint != nil || subscriptionP256dh != nil || subscriptionAuth != nil {
+                throw invalid("subscription", "applies to web devices only")
+            }
+        }
+
+        var key = KeyChange.keep
+        switch encryptionPublicKey {
+        case .none: key = .keep
+        case .some(.none): key = .remove
+        case .some(.some(let text)):
+            do {
+                let k = try P256PublicKey(base64URL: text)
+                key = .set(raw: k.raw, kid: k.kid)
+            } catch let e as CryptoError {
+                throw invalid("encryption_public_key", "\(e.message) (a 65-byte uncompressed P-256 point, base64url)")
+            }
+        }
+        return DeviceRegistration(mode: mode, platform: platform, token: platform == .web ? nil : token,
+                                  subscription: subscription, userID: userID, apnsEnvironment: environment, key: key)
+    }
+
+    /// R-DEV-1: 1 to 512 characters of `A-Z a-z 0-9 _ : . -`.
+    public static func isValidToken(_ token: String) -> Bool {
+        let bytes = token.utf8
+        guard !bytes.isEmpty, bytes.count <= maxTokenLength else { return false }
+        return bytes.allSatisfy { b in
+            (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
+                || b == UInt8(ascii: "_") || b == UInt8(ascii: ":") || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
+        }
+    }
+}

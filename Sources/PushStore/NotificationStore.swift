@@ -1,0 +1,147 @@
+import Foundation
+
+/// What the API accepts for one notification (R-SEND-1); see `push_enqueue` in sql/0002.
+public struct EnqueueRequest: Sendable {
+    public var appID: UUID
+    public var mode: String
+    public var userIDs: [String]
+    public var deviceIDs: [UUID]?
+    public var title: String?
+    public var body: String?
+    /// JSON object text, stored as given (key order kept, R-ENC-9).
+    public var data: String?
+    public var badge: Int?
+    public var sound: String?
+    public var threadID: String?
+    public var collapseKey: String?
+    /// `high` (default) or `normal`.
+    public var priority: String?
+    public var sendAt: Date?
+    /// Seconds, 0...2,419,200 (default the maximum).
+    public var ttlSeconds: Int?
+    public var idempotencyKey: String?
+    public var smsPhone: String?
+    public var smsText: String?
+
+    public init(appID: UUID, mode: String, userIDs: [String]) {
+        self.appID = appID
+        self.mode = mode
+        self.userIDs = userIDs
+    }
+}
+
+/// A notification with its deliveries and ledger, for `pushfleet notifications show`.
+public struct NotificationReport: Sendable, Codable {
+    public struct Delivery: Sendable, Codable {
+        public var deviceID: UUID
+        public var status: String
+        public var errorCode: String?
+        public var errorDetail: String?
+        public var encrypted: Bool
+        public var provider: String?
+        public var providerMessageID: String?
+        public var apnsID: UUID
+        public var attempts: Int
+        public var nextAttemptAt: Date?
+        /// Test mode: the exact payload bytes it would have sent (R-MODE-2), as UTF-8 text.
+        public var payload: String?
+    }
+    public struct LedgerRow: Sendable, Codable {
+        public var deviceID: UUID
+        public var kind: String
+        public var reason: String?
+    }
+    public var id: UUID
+    public var appID: UUID
+    public var mode: String
+    public var status: String
+    public var encrypted: Bool?
+    public var deviceCount: Int
+    public var errorCode: String?
+    public var sendAt: Date?
+    public var acceptedAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+    public var deliveries: [Delivery]
+    public var ledger: [LedgerRow]
+}
+
+/// A device the notification would target now (acceptance size check, R-SEND-7).
+public struct AudienceDevice: Sendable {
+    public var id: UUID
+    public var platform: String
+    public var address: String
+    public var apnsEnvironment: String?
+    public var publicKey: [UInt8]?
+    public var kid: String?
+}
+
+/// Notifications from the API side: enqueue, cancel, show.
+public final class NotificationStore {
+    public let connection: PGConnection
+
+    public init(connection: PGConnection) {
+        self.connection = connection
+    }
+
+    /// Enqueues through `push_enqueue` (charges, job, NOTIFY, idempotency). Returns the id and
+    /// whether it was created. Throws `PGError` whose message starts with the stable code
+    /// (`VALIDATION_ERROR: ...`, `PUSH_PAYLOAD_TOO_LARGE: ...`, `NOT_FOUND: ...`).
+    public func enqueue(_ q: EnqueueRequest, now: Date? = nil) throws -> (id: UUID, created: Bool) {
+        let r = try connection.exec(RegistryQueries.enqueue, [
+            .uuid(q.appID), .text(q.mode), .textArray(q.userIDs), q.deviceIDs.map { .uuidArray($0) },
+            q.title.map(PGValue.text), q.body.map(PGValue.text), q.data.map(PGValue.text), q.badge.map(PGValue.int),
+            q.sound.map(PGValue.text), q.threadID.map(PGValue.text), q.collapseKey.map(PGValue.text),
+            q.priority.map(PGValue.text), q.sendAt.map(PGValue.date), q.ttlSeconds.map(PGValue.int),
+            q.idempotencyKey.map(PGValue.text), q.smsPhone.map(PGValue.text), q.smsText.map(PGValue.text),
+            now.map(PGValue.date),
+        ])
+        return (try r.uuid(0, "notification_id"), try r.bool(0, "created"))
+    }
+
+    /// The devices `q` would target now (for the acceptance size check).
+    public func audiencePreview(_ q: EnqueueRequest) throws -> [AudienceDevice] {
+        let r = try connection.exec(RegistryQueries.audiencePreview, [
+            .uuid(q.appID), .text(q.mode), .textArray(q.userIDs), q.deviceIDs.map { .uuidArray($0) },
+        ])
+        return try r.rows.map { i in
+            AudienceDevice(id: try r.uuid(i, "id"), platform: try r.string(i, "platform"),
+                           address: try r.string(i, "address"), apnsEnvironment: try r.decode(i, "apns_environment"),
+                           publicKey: try r.decode(i, "public_key"), kid: try r.decode(i, "kid"))
+        }
+    }
+
+    /// Cancels a notification whose send time has not come; refunds it. False when too late.
+    public func cancel(id: UUID) throws -> Bool {
+        try connection.exec(RegistryQueries.cancel, [.uuid(id)]).bool(0, "cancelled")
+    }
+
+    /// The notification with its deliveries and ledger rows, or nil.
+    public func report(id: UUID) throws -> NotificationReport? {
+        let n = try connection.exec(RegistryQueries.notificationGet, [.uuid(id)])
+        if n.rowCount == 0 { return nil }
+        let d = try connection.exec(RegistryQueries.notificationDeliveries, [.uuid(id)])
+        let l = try connection.exec(RegistryQueries.notificationLedger, [.uuid(id)])
+        let deliveries = try d.rows.map { i -> NotificationReport.Delivery in
+            let payload: [UInt8]? = try d.decode(i, "payload")
+            return NotificationReport.Delivery(
+                deviceID: try d.uuid(i, "device_id"), status: try d.string(i, "status"),
+                errorCode: try d.decode(i, "error_code"), errorDetail: try d.decode(i, "error_detail"),
+                encrypted: try d.bool(i, "encrypted"), provider: try d.decode(i, "provider"),
+                providerMessageID: try d.decode(i, "provider_message_id"), apnsID: try d.uuid(i, "apns_id"),
+                attempts: try d.int(i, "attempts"), nextAttemptAt: try d.decode(i, "next_attempt_at"),
+                payload: payload.map { String(decoding: $0, as: UTF8.self) })
+        }
+        let ledger = try l.rows.map { i in
+            NotificationReport.LedgerRow(deviceID: try l.uuid(i, "device_id"), kind: try l.string(i, "kind"),
+                                         reason: try l.decode(i, "reason"))
+        }
+        return NotificationReport(
+            id: try n.uuid(0, "id"), appID: try n.uuid(0, "app_id"), mode: try n.string(0, "mode"),
+            status: try n.string(0, "status"), encrypted: try n.decode(0, "encrypted"),
+            deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
+            sendAt: try n.decode(0, "send_at"), acceptedAt: try n.date(0, "accepted_at"),
+            startedAt: try n.decode(0, "started_at"), finishedAt: try n.decode(0, "finished_at"),
+            deliveries: deliveries, ledger: ledger)
+    }
+}
