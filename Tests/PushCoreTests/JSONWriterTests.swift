@@ -1,0 +1,57 @@
+import XCTest
+@testable import PushCore
+
+/// R-ENC-9 escaping and compact output.
+final class JSONWriterTests: XCTestCase {
+    private func quoted(_ s: String) -> String {
+        var out = [UInt8]()
+        JSONWriter.appendString(s, to: &out)
+        XCTAssertEqual(out.count, JSONWriter.quotedLength(s), "quotedLength must match the written length")
+        return out.text
+    }
+
+    func testEscapesOnlyQuoteBackslashAndControlCharacters() {
+        XCTAssertEqual(quoted(#"a"b"#), #""a\"b""#)
+        XCTAssertEqual(quoted(#"a\b"#), #""a\\b""#)
+        XCTAssertEqual(quoted("plain ascii ~!@#$%^&*()"), "\"plain ascii ~!@#$%^&*()\"")
+    }
+
+    func testUsesShortFormsForBackspaceFormFeedNewlineReturnTab() {
+        XCTAssertEqual(quoted("\u{08}\u{0C}\n\r\t"), #""\b\f\n\r\t""#)
+    }
+
+    func testOtherControlCharactersUseLowercaseUnicodeEscapes() {
+        XCTAssertEqual(quoted("\u{00}\u{01}\u{0B}\u{1F}\u{1b}"), #""\u0000\u0001\u000b\u001f\u001b""#)
+    }
+
+    func testNeverEscapesSlashDeleteOrNonASCII() {
+        XCTAssertEqual(quoted("https://x/y"), "\"https://x/y\"")
+        XCTAssertEqual(quoted("\u{7F}"), "\"\u{7F}\"")
+        let unicode = "café – 日本 🎉 \u{2028}\u{2029}"
+        XCTAssertEqual(quoted(unicode), "\"\(unicode)\"")
+        XCTAssertEqual(Array(quoted(unicode).utf8).count, unicode.utf8.count + 2, "raw UTF-8, no \\u escapes")
+    }
+
+    func testEmptyString() {
+        XCTAssertEqual(quoted(""), "\"\"")
+    }
+
+    func testWritesCompactValuesInOrderWithNumbersVerbatim() {
+        let value = JSONValue.object(JSONObject([
+            .init("z", .number("1.50")), .init("a", .array([.null, .bool(true), .bool(false), .number("-0"), .number("1e3")])),
+            .init("m", .object(JSONObject())), .init("s", .string("x/y")), .init("e", .array([])),
+        ]))
+        XCTAssertEqual(JSONWriter.string(value), #"{"z":1.50,"a":[null,true,false,-0,1e3],"m":{},"s":"x/y","e":[]}"#)
+    }
+
+    func testRoundTripOfClientTextKeepsKeyOrderAndNumberText() throws {
+        let text = #"{ "b" : 1.0 , "a":[1, 2E+5, -3.25e-2], "c":{"y":null,"x":"\/\u00e9\n"} }"#
+        let value = try JSONParser.parse(text)
+        XCTAssertEqual(JSONWriter.string(value), #"{"b":1.0,"a":[1,2E+5,-3.25e-2],"c":{"y":null,"x":"/é\n"}}"#)
+    }
+
+    func testLongStringsWithEscapesAtBothEnds() {
+        let middle = String(repeating: "abc", count: 1000)
+        XCTAssertEqual(quoted("\"" + middle + "\n"), "\"\\\"" + middle + "\\n\"")
+    }
+}
