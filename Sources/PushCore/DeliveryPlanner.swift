@@ -29,7 +29,7 @@ public struct DeliveryPlanner: Sendable {
     private let sealed: [UInt8]
     private let apnsPrefix: [UInt8]
     private let apnsPlaintext: [UInt8]
-    private let fcmPlaintextSize: Int
+    private let fcmPlaintext: FCMMessage
 
     /// Prepares the device-independent bytes for `content`.
     public init(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
@@ -42,7 +42,7 @@ public struct DeliveryPlanner: Sendable {
         sealed = SealedPlaintext.bytes(for: content)
         apnsPrefix = APNsPayload.encryptedPrefix(content: content, placeholders: placeholders)
         apnsPlaintext = APNsPayload.plaintext(content: content)
-        fcmPlaintextSize = FCMMessage.plaintext(token: "", content: content).ruleSize
+        fcmPlaintext = FCMMessage.plaintext(token: "", content: content)
     }
 
     /// The sealed plaintext (R-ENC-3) shared by every encrypted delivery of this notification.
@@ -79,7 +79,9 @@ public struct DeliveryPlanner: Sendable {
         case (.ios, nil):
             body = .plaintext(.apns(body: apnsPlaintext))
         case (.android, nil):
-            body = .plaintext(.fcm(FCMMessage.plaintext(token: device.token, content: content)))
+            var message = fcmPlaintext
+            message.token = device.token
+            body = .plaintext(.fcm(message))
         }
         return .send(PlannedDelivery(platform: platform, token: device.token, apnsEnvironment: device.apnsEnvironment,
                                      priority: content.priority, collapseKey: content.collapseKey,
@@ -131,7 +133,7 @@ public struct DeliveryPlanner: Sendable {
         case (.ios, nil):
             return PayloadSizeRule.check(.plaintext, contentLength: apnsPlaintext.count)
         case (.android, nil):
-            return PayloadSizeRule.check(.plaintext, contentLength: fcmPlaintextSize)
+            return PayloadSizeRule.check(.plaintext, contentLength: fcmPlaintext.ruleSize)
         }
     }
 

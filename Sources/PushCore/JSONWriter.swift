@@ -4,6 +4,9 @@
 /// original text; objects keep member order. Writes into `[UInt8]` (it runs per delivery).
 public enum JSONWriter {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    private static let nullBytes: [UInt8] = Array("null".utf8)
+    private static let trueBytes: [UInt8] = Array("true".utf8)
+    private static let falseBytes: [UInt8] = Array("false".utf8)
 
     /// Appends `s` as a JSON string literal (with its quotes) to `out`.
     public static func appendString(_ s: String, to out: inout [UInt8]) {
@@ -16,8 +19,8 @@ public enum JSONWriter {
     /// Appends the compact JSON text of `value` to `out`.
     public static func append(_ value: JSONValue, to out: inout [UInt8]) {
         switch value {
-        case .null: out.append(contentsOf: [0x6e, 0x75, 0x6c, 0x6c])
-        case .bool(let b): out.append(contentsOf: b ? Array("true".utf8) : Array("false".utf8))
+        case .null: out.append(contentsOf: nullBytes)
+        case .bool(let b): out.append(contentsOf: b ? trueBytes : falseBytes)
         case .number(let text): out.append(contentsOf: text.utf8)
         case .string(let s): appendString(s, to: &out)
         case .array(let items):

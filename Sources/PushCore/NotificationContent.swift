@@ -38,9 +38,14 @@ public struct NotificationContent: Sendable, Hashable {
     }
 
     /// Acceptance checks that do not depend on devices: a collapse key of at most 64 UTF-8 bytes
-    /// (R-SEND-13) and a non-negative badge.
+    /// (R-SEND-13), a non-negative badge, and no `data` key that FCM reserves (`from`,
+    /// `message_type`, `google.*`, `gcm.*`, PROTOCOLS B.2) or that the honkio Android SDK reads as an
+    /// envelope (`hk`, seed 000) *(product decision)*.
     /// - Throws: `PushError` with code `.validationError`.
     public func validate() throws {
+        for member in data?.members ?? [] where Self.isReservedDataKey(member.key) {
+            throw PushError(.validationError, "data key \"\(member.key)\" is reserved")
+        }
         if let key = collapseKey, key.utf8.count > Self.maxCollapseKeyBytes {
             throw PushError(.validationError,
                             "collapse_key is \(key.utf8.count) bytes, at most \(Self.maxCollapseKeyBytes) allowed")
@@ -48,6 +53,11 @@ public struct NotificationContent: Sendable, Hashable {
         if let badge = badge, badge < 0 {
             throw PushError(.validationError, "badge must not be negative")
         }
+    }
+
+    /// True for `data` keys refused by `validate()`: `hk`, `from`, `message_type`, `google.*`, `gcm.*`.
+    public static func isReservedDataKey(_ key: String) -> Bool {
+        key == "hk" || key == "from" || key == "message_type" || key.hasPrefix("google.") || key.hasPrefix("gcm.")
     }
 }
 
