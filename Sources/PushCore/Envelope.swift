@@ -30,9 +30,9 @@ public struct Envelope: Sendable, Hashable {
         out.append(contentsOf: Self.head)
         JSONWriter.appendString(kid, to: &out)
         out.append(contentsOf: Self.encKey)
-        Base64URL.appendEncoded(enc, to: &out)
+        Base64URLWriter.append(enc, to: &out)
         out.append(contentsOf: Self.ctKey)
-        Base64URL.appendEncoded(ct, to: &out)
+        Base64URLWriter.append(ct, to: &out)
         out.append(contentsOf: Self.tail)
     }
 

@@ -1,5 +1,6 @@
 import XCTest
 @testable import PushCore
+import PushCrypto
 
 /// R-ENC-9 escaping and compact output.
 final class JSONWriterTests: XCTestCase {
@@ -53,5 +54,21 @@ final class JSONWriterTests: XCTestCase {
     func testLongStringsWithEscapesAtBothEnds() {
         let middle = String(repeating: "abc", count: 1000)
         XCTAssertEqual(quoted("\"" + middle + "\n"), "\"\\\"" + middle + "\\n\"")
+    }
+}
+
+/// The envelope's base64url fast path agrees with PushCrypto's Base64URL for every length and byte.
+final class Base64URLWriterTests: XCTestCase {
+    func testMatchesPushCryptoBase64URLForManyInputs() {
+        var rng = SystemRandomNumberGenerator()
+        for length in 0...300 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var out: [UInt8] = [0x7b]
+            Base64URLWriter.append(bytes, to: &out)
+            XCTAssertEqual(Array(out.dropFirst()).text, Base64URL.encode(bytes), "length \(length)")
+        }
+        var all = [UInt8]()
+        Base64URLWriter.append(Array(0...255), to: &all)
+        XCTAssertEqual(all.text, Base64URL.encode(Array(0...255) as [UInt8]))
     }
 }
