@@ -96,6 +96,13 @@ public struct DeliveryPlanner: Sendable {
         return sizeCheck(platform: platform, kid: kid)
     }
 
+    /// The acceptance check of R-SEND-7: among `devices`, the payload over 4096 bytes that needs
+    /// the most content bytes cut, or nil when every payload fits (devices refused for another
+    /// reason are ignored). Its `error` is the `PUSH_PAYLOAD_TOO_LARGE` answer to give.
+    public func acceptanceSizeCheck(devices: [DeviceSnapshot]) -> SizeCheck? {
+        devices.lazy.compactMap { self.sizeCheck(for: $0) }.filter { !$0.fits }.max { $0.bytesToCut < $1.bytesToCut }
+    }
+
     /// One-shot form of `init` + `plan(_:)`.
     public static func plan(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
                             mode: Mode, invalidCredentials: Set<Platform> = [], device: DeviceSnapshot) -> PlanDecision {

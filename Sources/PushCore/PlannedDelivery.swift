@@ -60,4 +60,17 @@ public struct PlannedDelivery: Sendable, Hashable {
     public let finalSize: Int
     /// The payload or what to seal.
     public let body: Body
+
+    /// Makes a planned delivery (the planner's output; public for test doubles in other modules).
+    public init(platform: Platform, token: String, apnsEnvironment: APNsEnvironment?, priority: Priority,
+                collapseKey: String?, encrypted: Bool, finalSize: Int, body: Body) {
+        self.platform = platform
+        self.token = token
+        self.apnsEnvironment = apnsEnvironment
+        self.priority = priority
+        self.collapseKey = collapseKey
+        self.encrypted = encrypted
+        self.finalSize = finalSize
+        self.body = body
+    }
 }

@@ -151,4 +151,17 @@ final class PayloadSizeRuleTests: XCTestCase {
         XCTAssertEqual(check.bytesToCut, 7)
         XCTAssertEqual(check.error?.message, "payload is 4103 bytes, over the 4096-byte limit: cut 7 bytes of content")
     }
+
+    /// R-SEND-7 at acceptance: the largest cut among the targeted devices is the answer.
+    func testAcceptanceCheckTakesTheLargestCutAmongDevices() throws {
+        let xIOS = try largestFittingTitle(for: iosKey)
+        let xAndroid = try largestFittingTitle(for: androidKey)
+        XCTAssertLessThan(xIOS, xAndroid, "APNs carries more around the envelope than FCM")
+        let p = planner(content(titleBytes: xIOS + 5))
+        let check = try XCTUnwrap(p.acceptanceSizeCheck(devices: [androidKey, iosKey, web, DeviceSnapshot(platform: "x", token: "t")]))
+        XCTAssertEqual(check.bytesToCut, 5)
+        XCTAssertEqual(check.error?.code, .pushPayloadTooLarge)
+        XCTAssertNil(planner(content(titleBytes: xIOS)).acceptanceSizeCheck(devices: [androidKey, iosKey, web]))
+        XCTAssertNil(p.acceptanceSizeCheck(devices: []))
+    }
 }
