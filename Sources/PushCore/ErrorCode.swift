@@ -1,0 +1,66 @@
+/// Stable error codes written on deliveries, notifications, refusals and API answers.
+///
+/// The raw value is the wire and database spelling and never changes once released
+/// (SPEC R-SEND-5..9, R-PRV-1..3, R-DEV-3..6, R-APP-4). New codes are added, never renamed.
+public enum ErrorCode: String, Sendable, Hashable, CaseIterable, Codable {
+    /// R-SEND-5: the device has no key while the notification requires encryption.
+    case encryptionKeyMissing = "ENCRYPTION_KEY_MISSING"
+    /// R-SEND-7: the final provider payload would exceed 4096 bytes (ours or the provider's verdict).
+    case pushPayloadTooLarge = "PUSH_PAYLOAD_TOO_LARGE"
+    /// R-SEND-6: the audience was empty at send time.
+    case noDevices = "NO_DEVICES"
+    /// R-SEND-6: no targeted device could be sent to, for mixed reasons.
+    case allDevicesRefused = "ALL_DEVICES_REFUSED"
+    /// R-SEND-2: charged at acceptance, no longer targeted at send time.
+    case deviceGone = "DEVICE_GONE"
+    /// R-SEND-10: could not be sent before the notification expired.
+    case expired = "EXPIRED"
+    /// R-APP-4, R-PRV-2/3: the credential set needed is invalid.
+    case credentialsInvalid = "CREDENTIALS_INVALID"
+    /// R-PRV-2: the token belongs to another app (device or credentials to blame).
+    case appMismatch = "APP_MISMATCH"
+    /// R-PRV-1: the provider says the token is no longer valid.
+    case unregistered = "UNREGISTERED"
+    /// R-PRV-1: the provider says the token is malformed.
+    case invalidToken = "INVALID_TOKEN"
+    /// R-SEND-12: transient failures used up every attempt.
+    case retriesExhausted = "RETRIES_EXHAUSTED"
+    /// Input refused at acceptance or registration (HTTP 422), e.g. a key off the curve (R-DEV-3).
+    case validationError = "VALIDATION_ERROR"
+    /// A stored device key or kid is corrupt (not 65 bytes starting 0x04, or a kid not 16 characters).
+    case invalidDeviceKey = "INVALID_DEVICE_KEY"
+    /// The stored platform is none of `ios`, `android`, `web`.
+    case unknownPlatform = "UNKNOWN_PLATFORM"
+    /// The notification's `data` is not a JSON object (or is not valid JSON).
+    case invalidData = "INVALID_DATA"
+    /// The provider gave an answer the answer table does not know; the raw reason is kept in the message.
+    case providerError = "PROVIDER_ERROR"
+    /// The notification or delivery was cancelled before it was sent.
+    case cancelled = "CANCELLED"
+    /// R-DEV-5: deactivation reason when a user's 21st device displaces the oldest.
+    case deviceLimit = "DEVICE_LIMIT"
+    /// R-DEV-6: the app holds the maximum number of active devices (HTTP 409).
+    case pushDeviceLimit = "PUSH_DEVICE_LIMIT"
+    /// A sealed envelope does not match the plan it is rendered into (wrong kid or lengths): a bug, never sent.
+    case envelopeMismatch = "ENVELOPE_MISMATCH"
+}
+
+/// An error as a value: a stable `code` plus a human `message` (never content, keys or full tokens).
+///
+/// Thrown by the JSON parser (`INVALID_DATA`), `PayloadTemplate.render` (`ENVELOPE_MISMATCH`) and
+/// carried by planner refusals and answer-table outcomes.
+public struct PushError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Stable machine-readable code.
+    public let code: ErrorCode
+    /// Human explanation, safe to log and to return to the API caller.
+    public let message: String
+
+    /// Makes an error from its code and message.
+    public init(_ code: ErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `CODE: message`.
+    public var description: String { "\(code.rawValue): \(message)" }
+}

@@ -1,0 +1,81 @@
+/// What a notification says and how it travels (R-SEND-1), as the worker reads it at send time.
+///
+/// `title`, `body`, `data`, `badge`, `sound`, `threadId` are content (sealed for encrypted
+/// deliveries, R-ENC-3); `collapseKey`, `priority` travel outside any envelope (R-ENC-6, R-SEND-10).
+public struct NotificationContent: Sendable, Hashable {
+    /// APNs' limit for `apns-collapse-id`, applied to every platform (R-SEND-13): 64 UTF-8 bytes.
+    public static let maxCollapseKeyBytes = 64
+
+    /// Title, if the notification has one.
+    public var title: String?
+    /// Body, if the notification has one.
+    public var body: String?
+    /// Custom data: a JSON object in the client's key order (see `JSONParser.parseDataObject`).
+    public var data: JSONObject?
+    /// App-icon badge number.
+    public var badge: Int?
+    /// Sound name (e.g. `"default"`).
+    public var sound: String?
+    /// Thread / grouping id (APNs `thread-id`, Android `tag`).
+    public var threadId: String?
+    /// Collapse key (APNs `apns-collapse-id`, FCM `collapse_key`, Web Push `Topic`); never sealed.
+    public var collapseKey: String?
+    /// Priority (R-SEND-10), `high` by default.
+    public var priority: Priority
+
+    /// Makes content; every field is optional except `priority` (default `.high`).
+    public init(title: String? = nil, body: String? = nil, data: JSONObject? = nil, badge: Int? = nil,
+                sound: String? = nil, threadId: String? = nil, collapseKey: String? = nil,
+                priority: Priority = .high) {
+        self.title = title
+        self.body = body
+        self.data = data
+        self.badge = badge
+        self.sound = sound
+        self.threadId = threadId
+        self.collapseKey = collapseKey
+        self.priority = priority
+    }
+
+    /// Acceptance checks that do not depend on devices: a collapse key of at most 64 UTF-8 bytes
+    /// (R-SEND-13), a non-negative badge, and no `data` key that FCM reserves (`from`,
+    /// `message_type`, `google.*`, `gcm.*`, PROTOCOLS B.2) or that the honkio Android SDK reads as an
+    /// envelope (`hk`, seed 000) *(product decision)*.
+    /// - Throws: `PushError` with code `.validationError`.
+    public func validate() throws {
+        for member in data?.members ?? [] where Self.isReservedDataKey(member.key) {
+            throw PushError(.validationError, "data key \"\(member.key)\" is reserved")
+        }
+        if let key = collapseKey, key.utf8.count > Self.maxCollapseKeyBytes {
+            throw PushError(.validationError,
+                            "collapse_key is \(key.utf8.count) bytes, at most \(Self.maxCollapseKeyBytes) allowed")
+        }
+        if let badge = badge, badge < 0 {
+            throw PushError(.validationError, "badge must not be negative")
+        }
+    }
+
+    /// True for `data` keys refused by `validate()`: `hk`, `from`, `message_type`, `google.*`, `gcm.*`.
+    public static func isReservedDataKey(_ key: String) -> Bool {
+        key == "hk" || key == "from" || key == "message_type" || key.hasPrefix("google.") || key.hasPrefix("gcm.")
+    }
+}
+
+/// The app's placeholder text shown by iOS for an encrypted notification (R-APP-1, R-ENC-4).
+public struct AppPlaceholders: Sendable, Hashable {
+    /// Default `placeholder_title`.
+    public static let defaultTitle = "New notification"
+    /// Default `placeholder_body` (emitted as `""`).
+    public static let defaultBody = ""
+
+    /// `placeholder_title`.
+    public var title: String
+    /// `placeholder_body`.
+    public var body: String
+
+    /// Makes placeholders; defaults `New notification` and the empty string.
+    public init(title: String = AppPlaceholders.defaultTitle, body: String = AppPlaceholders.defaultBody) {
+        self.title = title
+        self.body = body
+    }
+}

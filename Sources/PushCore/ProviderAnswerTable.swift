@@ -1,0 +1,189 @@
+import struct Foundation.Date
+import typealias Foundation.TimeInterval
+
+/// Which provider gave an answer.
+public enum ProviderKind: String, Sendable, Hashable, CaseIterable {
+    /// Apple Push Notification service (PROTOCOLS A.6).
+    case apns
+    /// Firebase Cloud Messaging HTTP v1 (PROTOCOLS B.5).
+    case fcm
+    /// A Web Push service (RFC 8030, PROTOCOLS C.1).
+    case webpush
+    /// The test-mode simulator (R-MODE-2); reasons are `SimulatorReason` values.
+    case simulator
+}
+
+/// The reasons the test-mode simulator puts in `ProviderAnswer.reason` (R-MODE-2), with the HTTP
+/// status it pairs them with. A timeout is `transport: .timeout`, without a reason.
+public enum SimulatorReason: String, Sendable, Hashable, CaseIterable {
+    /// `test_unregistered` (410).
+    case unregistered = "Unregistered"
+    /// `test_invalid_token` (400).
+    case invalidToken = "BadDeviceToken"
+    /// `test_app_mismatch` (400): always a device-level mismatch.
+    case appMismatch = "DeviceTokenNotForTopic"
+    /// `test_rate_limited` (429, retry after 1 s).
+    case rateLimited = "TooManyRequests"
+    /// `test_unavailable` (503).
+    case unavailable = "ServiceUnavailable"
+}
+
+/// What an answer means for the delivery (R-PRV-1..3, R-DEV-8, R-SEND-12).
+public enum AnswerOutcome: Sendable, Hashable {
+    /// Accepted; the provider's message id when given.
+    case sent(messageId: String?)
+    /// Token rejected: deactivate the device with `reason` (`.unregistered` / `.invalidToken`) subject to
+    /// R-DEV-8; `verdictAt` is APNs' 410 timestamp, nil when the caller must use the request time.
+    case deactivateDevice(reason: ErrorCode, verdictAt: Date?)
+    /// `APP_MISMATCH` (R-PRV-2) and who is blamed (from `credentialsVerified`; the simulator always blames the device).
+    case appMismatch(blame: AppMismatchBlame)
+    /// Credentials problem (R-PRV-3): mark the set invalid, fail `CREDENTIALS_INVALID`; the raw reason.
+    case credentialsInvalid(reason: String)
+    /// The provider refused the size: fail `PUSH_PAYLOAD_TOO_LARGE` (refunded).
+    case payloadTooLarge
+    /// Retry with backoff, counting a failed attempt (R-SEND-12).
+    case transient
+    /// Retry after the given seconds (or the backoff), not a failed attempt.
+    case deferral(retryAfter: TimeInterval?)
+    /// Unknown or request-level answer: fail with this error (`PROVIDER_ERROR`, raw reason in the message).
+    case failed(PushError)
+
+    /// The delivery ending when the outcome is final (nil for `.transient` / `.deferral`).
+    public var ending: DeliveryEnding? {
+        switch self {
+        case .sent: return .sent
+        case .deactivateDevice(let reason, _): return .failed(reason)
+        case .appMismatch(let blame): return .appMismatch(blame)
+        case .credentialsInvalid: return .failed(.credentialsInvalid)
+        case .payloadTooLarge: return .failed(.pushPayloadTooLarge)
+        case .transient, .deferral: return nil
+        case .failed(let error): return .failed(error.code)
+        }
+    }
+}
+
+/// Classifies a raw `ProviderAnswer` (table-driven; every row is tested).
+///
+/// Transport `timeout`, `connectionError`, `notSent` are transient for every provider. For a
+/// response: 2xx → `sent`; then the reason is looked up in the provider's table below; an unknown
+/// reason falls back on the status (429 → deferral, 5xx → transient, 413 → payloadTooLarge), and
+/// anything else → `failed(PROVIDER_ERROR)` keeping the raw reason.
+public enum ProviderAnswerTable {
+    /// A row's meaning before inputs (blame, timestamp) are applied.
+    enum Row: Sendable, Hashable {
+        case unregistered, invalidToken, appMismatch, credentials, tooLarge, transient, deferral, requestError
+    }
+
+    /// APNs reasons (PROTOCOLS A.6).
+    static let apns: [String: Row] = [
+        "Unregistered": .unregistered, "ExpiredToken": .unregistered,
+        "BadDeviceToken": .invalidToken,
+        "DeviceTokenNotForTopic": .appMismatch,
+        "TopicDisallowed": .credentials, "InvalidProviderToken": .credentials,
+        "BadEnvironmentKeyIdInToken": .credentials, "BadEnvironmentKeyInToken": .credentials,
+        "BadCertificate": .credentials, "BadCertificateEnvironment": .credentials,
+        "MissingProviderToken": .credentials, "BadTopic": .credentials, "MissingTopic": .credentials,
+        "Forbidden": .credentials,
+        "PayloadTooLarge": .tooLarge,
+        "ExpiredProviderToken": .transient, "IdleTimeout": .transient, "UnrelatedKeyIdInToken": .transient,
+        "InternalServerError": .transient, "ServiceUnavailable": .transient, "Shutdown": .transient,
+        "TooManyProviderTokenUpdates": .deferral, "TooManyRequests": .deferral,
+        "BadCollapseId": .requestError, "BadExpirationDate": .requestError, "BadMessageId": .requestError,
+        "BadPriority": .requestError, "DuplicateHeaders": .requestError, "InvalidPushType": .requestError,
+        "MissingDeviceToken": .requestError, "PayloadEmpty": .requestError, "BadPath": .requestError,
+        "MethodNotAllowed": .requestError,
+    ]
+
+    /// FCM `details[].errorCode` or `error.status` values (PROTOCOLS B.5). `INVALID_ARGUMENT` is special-cased.
+    static let fcm: [String: Row] = [
+        "UNREGISTERED": .unregistered,
+        "SENDER_ID_MISMATCH": .appMismatch,
+        "THIRD_PARTY_AUTH_ERROR": .credentials, "PERMISSION_DENIED": .credentials,
+        "QUOTA_EXCEEDED": .deferral, "RESOURCE_EXHAUSTED": .deferral,
+        "UNAVAILABLE": .transient, "INTERNAL": .transient, "UNAUTHENTICATED": .transient,
+        "DEADLINE_EXCEEDED": .transient,
+    ]
+
+    /// Web Push reasons by status (RFC 8030 §8; Apple's `BadJwtToken`).
+    static let webpush: [String: Row] = ["BadJwtToken": .credentials]
+
+    /// Classifies `answer` from `provider`.
+    /// - Parameter credentialsVerified: true when the credential set has had a live notification
+    ///   accepted (R-APP-3); decides the `APP_MISMATCH` blame (R-PRV-2). Ignored for the simulator.
+    public static func classify(_ answer: ProviderAnswer, provider: ProviderKind,
+                                credentialsVerified: Bool) -> AnswerOutcome {
+        guard answer.transport == .response, let status = answer.httpStatus else { return .transient }
+        if (200...299).contains(status) { return .sent(messageId: answer.messageId) }
+        let reason = answer.reason ?? ""
+        let row = lookup(provider: provider, status: status, reason: reason, answer: answer)
+        switch row {
+        case .unregistered:
+            let at = provider == .apns ? answer.timestampMillis.map { Date(timeIntervalSince1970: Double($0) / 1000) } : nil
+            return .deactivateDevice(reason: .unregistered, verdictAt: at)
+        case .invalidToken:
+            return .deactivateDevice(reason: .invalidToken, verdictAt: nil)
+        case .appMismatch:
+            let blame: AppMismatchBlame = (provider == .simulator || credentialsVerified) ? .device : .credentials
+            return .appMismatch(blame: blame)
+        case .credentials:
+            return .credentialsInvalid(reason: reason.isEmpty ? "HTTP \(status)" : reason)
+        case .tooLarge:
+            return .payloadTooLarge
+        case .transient:
+            return .transient
+        case .deferral:
+            return .deferral(retryAfter: answer.retryAfterSeconds)
+        case .requestError, nil:
+            let raw = reason.isEmpty ? (answer.rawDetail ?? "") : reason
+            return .failed(PushError(.providerError, "\(provider.rawValue) answered HTTP \(status) \(raw)"))
+        }
+    }
+
+    /// The row for a non-2xx response, or nil for "unknown".
+    static func lookup(provider: ProviderKind, status: Int, reason: String, answer: ProviderAnswer) -> Row? {
+        let known: Row?
+        switch provider {
+        case .apns, .simulator:
+            known = apns[reason]
+        case .fcm:
+            if reason == "INVALID_ARGUMENT" {
+                if answer.namesToken { return .invalidToken }
+                if (answer.rawDetail ?? "").lowercased().contains("too big") { return .tooLarge }
+                return .requestError
+            }
+            known = fcm[reason]
+        case .webpush:
+            known = webpush[reason] ?? webPushByStatus(status)
+        }
+        if let known = known { return known }
+        switch status {
+        case 413: return .tooLarge
+        case 429: return .deferral
+        case 500...599: return .transient
+        default: return nil
+        }
+    }
+
+    /// Web Push statuses (RFC 8030 §8, PROTOCOLS C.1): 404/410 gone, 401 VAPID missing, 403 key
+    /// mismatch for this subscription (treated as `APP_MISMATCH`, blame by `credentialsVerified`).
+    static func webPushByStatus(_ status: Int) -> Row? {
+        switch status {
+        case 404, 410: return .unregistered
+        case 401: return .credentials
+        case 403: return .appMismatch
+        case 400: return .requestError
+        default: return nil
+        }
+    }
+}
+
+/// R-DEV-8: registration and deactivation are an ordered pair.
+public enum DeviceVerdictOrdering {
+    /// True when a "token no longer valid" verdict at `verdictAt` (APNs' timestamp, or the request
+    /// time for FCM/Web Push) may deactivate a device last registered at `lastRegisteredAt`: only when
+    /// the verdict is strictly newer (a tie keeps the device: a wrongly kept device costs one more
+    /// failed push, a wrongly dropped one loses the user).
+    public static func shouldDeactivate(verdictAt: Date, lastRegisteredAt: Date) -> Bool {
+        verdictAt > lastRegisteredAt
+    }
+}
