@@ -43,6 +43,10 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable, Codable {
     case pushDeviceLimit = "PUSH_DEVICE_LIMIT"
     /// A sealed envelope does not match the plan it is rendered into (wrong kid or lengths): a bug, never sent.
     case envelopeMismatch = "ENVELOPE_MISMATCH"
+    /// The app, notification or device named does not exist (or the app was deleted).
+    case notFound = "NOT_FOUND"
+    /// A web device's subscription is malformed at send time (R-DEV-1, issue 7).
+    case invalidSubscription = "INVALID_SUBSCRIPTION"
 }
 
 /// An error as a value: a stable `code` plus a human `message` (never content, keys or full tokens).
