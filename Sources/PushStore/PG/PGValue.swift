@@ -4,28 +4,32 @@ import struct Foundation.UUID
 /// One statement parameter, sent in PostgreSQL's text format (never interpolated into SQL).
 ///
 /// Pass `nil` (in a `[PGValue?]`) for SQL NULL. String, integer, boolean and float literals
-/// convert by themselves: `conn.exec("… $1, $2", ["abc", 42])`. Each case states the type OID it
-/// is sent with, so `unnest($1)` and `$1 + 1` resolve without casts; `.text` is sent untyped
-/// (OID 0) so that it can fill `text`, `jsonb`, enum or `uuid` columns alike. Arrays are
-/// one-dimensional literals (`{"a","b",NULL}`) for `unnest` multi-row writes:
-/// `INSERT … SELECT * FROM unnest($1::uuid[], $2::text[])`.
+/// convert by themselves: `conn.exec("… $1, $2", ["abc", 42])`.
+///
+/// Scalars are sent untyped (OID 0): the server gives them the type their context asks for, as
+/// it does for a quoted literal, so `.int` fills an `int4` argument and `.text` an enum or `jsonb`
+/// column. Where the context says nothing (`SELECT $1`, `$1 + $2`, `extract(epoch FROM $1)`),
+/// cast in the SQL: `$1::bigint`. Arrays are sent typed (`text[]`, `int8[]`, …) so that
+/// `unnest($1)` resolves; they are one-dimensional literals (`{"a","b",NULL}`) for `unnest`
+/// multi-row writes: `INSERT … SELECT * FROM unnest($1::uuid[], $2::text[])` (casting is still
+/// wise for prepared statements, whose types are fixed by the first call and a NULL array there).
 public enum PGValue: Sendable, Equatable {
-    /// Text, sent untyped (OID 0, the server infers it). Must not contain a NUL byte (throws `DB_ENCODE`).
+    /// Text. Must not contain a NUL byte (throws `DB_ENCODE`).
     case text(String)
-    /// A machine integer, sent as `int8` (OID 20).
+    /// A machine integer, decimal text.
     case int(Int)
-    /// A 64-bit integer, sent as `int8` (OID 20).
+    /// A 64-bit integer, decimal text.
     case int64(Int64)
-    /// A boolean, sent as `bool` (OID 16): `t` / `f`.
+    /// A boolean: `t` / `f`.
     case bool(Bool)
-    /// A double, sent as `float8` (OID 701); infinities and NaN as `Infinity`, `-Infinity`, `NaN`.
+    /// A double, shortest round-trip text; infinities and NaN as `Infinity`, `-Infinity`, `NaN`.
     case double(Double)
-    /// An instant, sent as `timestamptz` (OID 1184) in ISO-8601 UTC with microseconds
+    /// An instant, for `timestamptz`: ISO-8601 UTC with microseconds
     /// (`2026-11-29T12:16:08.123456Z`), rounded to the nearest microsecond.
     case date(Date)
-    /// A UUID, sent as `uuid` (OID 2950), lower-case text.
+    /// A UUID, lower-case text.
     case uuid(UUID)
-    /// Bytes, sent as `bytea` (OID 17) in hex form (`\x0a0b`).
+    /// Bytes for `bytea`, in hex form (`\x0a0b`).
     case bytea([UInt8])
     /// `text[]` (OID 1009).
     case textArray([String?])
@@ -40,16 +44,11 @@ public enum PGValue: Sendable, Equatable {
     /// `bytea[]` (OID 1001), each element in hex form.
     case byteaArray([[UInt8]?])
 
-    /// The type OID the value is sent with (0: let the server infer it).
+    /// The type OID the value is sent with: 0 (the server infers it) for scalars, the array
+    /// type's OID for arrays.
     public var typeOID: UInt32 {
         switch self {
-        case .text: return 0
-        case .int, .int64: return 20
-        case .bool: return 16
-        case .double: return 701
-        case .date: return 1184
-        case .uuid: return 2950
-        case .bytea: return 17
+        case .text, .int, .int64, .bool, .double, .date, .uuid, .bytea: return 0
         case .textArray: return 1009
         case .int64Array: return 1016
         case .uuidArray: return 2951
