@@ -151,7 +151,8 @@ CREATE TABLE push_deliveries (
     provider             text,
     provider_message_id  text,
     apns_id              uuid NOT NULL,       -- stable across retries (DESIGN guarantees)
-    attempts             int NOT NULL DEFAULT 0,
+    attempts             int NOT NULL DEFAULT 0,   -- provider attempts made, deferrals included
+    failures             int NOT NULL DEFAULT 0,   -- attempts that failed transiently (R-SEND-12 backoff)
     next_attempt_at      timestamptz,
     payload              bytea,               -- test mode only: the exact bytes it would have sent (R-MODE-2)
     created_at           timestamptz NOT NULL DEFAULT now(),

@@ -222,7 +222,7 @@ $$;
 CREATE FUNCTION push_record_batch(
     p_job_id bigint, p_lease_token uuid,
     p_device_ids uuid[], p_statuses text[], p_error_codes text[], p_error_details text[],
-    p_encrypted boolean[], p_providers text[], p_message_ids text[], p_attempts int[],
+    p_encrypted boolean[], p_providers text[], p_message_ids text[], p_attempts int[], p_failures int[],
     p_next_attempt_at timestamptz[], p_payloads bytea[], p_nets_charge boolean[],
     p_deactivate_reasons text[], p_verdict_at timestamptz[],
     p_invalid_credentials text[], p_invalid_reasons text[], p_accepted_credentials text[],
@@ -247,15 +247,15 @@ BEGIN
     -- One statement: every part reads the same batch rows (r) and the same snapshot.
     WITH r AS (
         SELECT * FROM unnest(p_device_ids, p_statuses, p_error_codes, p_error_details, p_encrypted, p_providers,
-                             p_message_ids, p_attempts, p_next_attempt_at, p_payloads, p_nets_charge,
+                             p_message_ids, p_attempts, p_failures, p_next_attempt_at, p_payloads, p_nets_charge,
                              p_deactivate_reasons, p_verdict_at)
-            AS u(device_id, status, error_code, error_detail, encrypted, provider, message_id, attempts,
+            AS u(device_id, status, error_code, error_detail, encrypted, provider, message_id, attempts, failures,
                  next_attempt_at, payload, nets_charge, deactivate_reason, verdict_at)
     ), delivered AS (
         INSERT INTO push_deliveries AS del (notification_id, device_id, status, error_code, error_detail, encrypted,
-            provider, provider_message_id, apns_id, attempts, next_attempt_at, payload, updated_at, finished_at)
+            provider, provider_message_id, apns_id, attempts, failures, next_attempt_at, payload, updated_at, finished_at)
         SELECT v_n.id, r.device_id, r.status, r.error_code, left(r.error_detail, 500), coalesce(r.encrypted, false),
-               r.provider, r.message_id, push_apns_id(v_n.id, r.device_id), r.attempts,
+               r.provider, r.message_id, push_apns_id(v_n.id, r.device_id), r.attempts, coalesce(r.failures, 0),
                CASE WHEN r.status = 'retrying' THEN r.next_attempt_at END, r.payload, p_now,
                CASE WHEN r.status = 'retrying' THEN NULL ELSE p_now END
           FROM r
@@ -263,6 +263,7 @@ BEGIN
            SET status = excluded.status, error_code = excluded.error_code, error_detail = excluded.error_detail,
                encrypted = excluded.encrypted, provider = excluded.provider,
                provider_message_id = excluded.provider_message_id, attempts = excluded.attempts,
+               failures = excluded.failures,
                next_attempt_at = excluded.next_attempt_at, payload = excluded.payload,
                updated_at = excluded.updated_at, finished_at = excluded.finished_at
          WHERE del.status = 'retrying'

@@ -90,8 +90,10 @@ public struct BatchDeviceRow: Sendable {
     public var lastRegisteredAt: Date?
     /// `retrying`, `sent`, `failed`, or nil when no delivery row exists yet.
     public var deliveryStatus: String?
-    /// Attempts made so far for this delivery.
+    /// Attempts made so far for this delivery (deferrals included).
     public var attempts: Int
+    /// Attempts that failed transiently so far (R-SEND-12).
+    public var failures: Int
     public var nextAttemptAt: Date?
     /// Whether the device was charged at acceptance (R-SEND-9).
     public var charged: Bool
@@ -112,6 +114,8 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var provider: String?
     public var providerMessageID: String?
     public var attempts: Int
+    /// Transient failures so far (R-SEND-12 backoff counts these, not deferrals).
+    public var failures: Int
     /// When a retrying delivery is tried again.
     public var nextAttemptAt: Date?
     /// Test mode: the exact payload bytes it would have sent (R-MODE-2).
@@ -125,7 +129,7 @@ public struct DeliveryRecord: Sendable, Equatable {
 
     public init(deviceID: UUID, status: String, errorCode: String? = nil, errorDetail: String? = nil,
                 encrypted: Bool = false, provider: String? = nil, providerMessageID: String? = nil,
-                attempts: Int = 0, nextAttemptAt: Date? = nil, payload: [UInt8]? = nil, netsCharge: Bool? = nil,
+                attempts: Int = 0, failures: Int = 0, nextAttemptAt: Date? = nil, payload: [UInt8]? = nil, netsCharge: Bool? = nil,
                 deactivateReason: String? = nil, verdictAt: Date? = nil) {
         self.deviceID = deviceID
         self.status = status
@@ -135,6 +139,7 @@ public struct DeliveryRecord: Sendable, Equatable {
         self.provider = provider
         self.providerMessageID = providerMessageID
         self.attempts = attempts
+        self.failures = failures
         self.nextAttemptAt = nextAttemptAt
         self.payload = payload
         self.netsCharge = netsCharge

@@ -140,6 +140,7 @@ public final class QueueStore {
                            publicKey: try r.decode(i, "public_key"), kid: try r.decode(i, "kid"),
                            lastRegisteredAt: try r.decode(i, "last_registered_at"),
                            deliveryStatus: try r.decode(i, "delivery_status"), attempts: try r.int(i, "attempts"),
+                           failures: try r.int(i, "failures"),
                            nextAttemptAt: try r.decode(i, "next_attempt_at"), charged: try r.bool(i, "charged"),
                            apnsID: try r.uuid(i, "apns_id"))
         }
@@ -164,6 +165,7 @@ public final class QueueStore {
                 .textArray(records.map { $0.provider }),
                 .textArray(records.map { $0.providerMessageID }),
                 .int64Array(records.map { Int64($0.attempts) }),
+                .int64Array(records.map { Int64($0.failures) }),
                 .dateArray(records.map { $0.nextAttemptAt }),
                 .byteaArray(records.map { $0.payload }),
                 .boolArray(records.map { $0.netsCharge }),

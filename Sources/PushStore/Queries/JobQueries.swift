@@ -56,7 +56,8 @@ enum JobQueries {
            d.auth_secret, d.apns_environment, d.public_key, d.kid, d.last_registered_at,
            coalesce(d.app_id = n.app_id AND d.mode = n.mode AND d.active AND d.user_id = ANY (n.user_ids)
                     AND (n.device_ids IS NULL OR d.id = ANY (n.device_ids)), false) AS targeted,
-           del.status AS delivery_status, coalesce(del.attempts, 0) AS attempts, del.next_attempt_at,
+           del.status AS delivery_status, coalesce(del.attempts, 0) AS attempts,
+           coalesce(del.failures, 0) AS failures, del.next_attempt_at,
            EXISTS (SELECT 1 FROM push_ledger l
                     WHERE l.notification_id = n.id AND l.device_id = ids.id AND l.kind = 'charge') AS charged,
            push_apns_id(n.id, ids.id) AS apns_id
@@ -71,9 +72,9 @@ enum JobQueries {
     static let recordBatch = """
     SELECT remaining_batches, deactivated, endings, has_sms
       FROM push_record_batch($1::bigint, $2::uuid, $3::uuid[], $4::text[], $5::text[], $6::text[], $7::boolean[],
-                             $8::text[], $9::text[], $10::int[], $11::timestamptz[], $12::bytea[], $13::boolean[],
-                             $14::text[], $15::timestamptz[], $16::text[], $17::text[], $18::text[],
-                             coalesce($19::timestamptz, now()))
+                             $8::text[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::bytea[],
+                             $14::boolean[], $15::text[], $16::timestamptz[], $17::text[], $18::text[], $19::text[],
+                             coalesce($20::timestamptz, now()))
     """
 
     /// The notification's final state (see `push_finalize_notification`).

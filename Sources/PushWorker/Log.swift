@@ -1,0 +1,89 @@
+import Foundation
+
+/// Structured logs: one JSON object per line on standard error, with `ts`, `level`, `event`
+/// (Oban-style `component.action`: `queue.claim`, `batch.record`, ...) and flat fields.
+/// Callers pass identifiers and counts only: never a full device token (use `Log.redact`), a key,
+/// a credential or notification content. Level from `PUSHFLEET_LOG_LEVEL` (debug|info|warn|error).
+public final class Log: @unchecked Sendable {
+    /// Severity, ordered.
+    public enum Level: Int, Sendable, Comparable {
+        case debug, info, warn, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        var name: String { ["debug", "info", "warn", "error"][rawValue] }
+    }
+
+    /// The process-wide logger.
+    public static let shared = Log(level: Log.level(from: ProcessInfo.processInfo.environment["PUSHFLEET_LOG_LEVEL"]))
+
+    /// Lowest level written.
+    public var minimum: Level
+    private let lock = NSLock()
+
+    public init(level: Level) {
+        minimum = level
+    }
+
+    /// Parses `debug|info|warn|error` (default info).
+    public static func level(from text: String?) -> Level {
+        switch text?.lowercased() {
+        case "debug": return .debug
+        case "warn", "warning": return .warn
+        case "error": return .error
+        default: return .info
+        }
+    }
+
+    /// A device token shortened for logs: its first 6 characters and its length.
+    public static func redact(_ token: String) -> String {
+        "\(token.prefix(6))…(\(token.count))"
+    }
+
+    public func debug(_ event: String, _ fields: [String: Any] = [:]) { write(.debug, event, fields) }
+    public func info(_ event: String, _ fields: [String: Any] = [:]) { write(.info, event, fields) }
+    public func warn(_ event: String, _ fields: [String: Any] = [:]) { write(.warn, event, fields) }
+    public func error(_ event: String, _ fields: [String: Any] = [:]) { write(.error, event, fields) }
+
+    private static let iso: ISO8601DateFormatter = {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f
+    }()
+
+    private func write(_ level: Level, _ event: String, _ fields: [String: Any]) {
+        guard level >= minimum else { return }
+        var line = "{\"ts\":\"\(lock.withLock { Self.iso.string(from: Date()) })\",\"level\":\"\(level.name)\",\"event\":"
+        Self.appendJSONString(event, to: &line)
+        for key in fields.keys.sorted() {
+            line += ","
+            Self.appendJSONString(key, to: &line)
+            line += ":"
+            switch fields[key] {
+            case let v as Int: line += String(v)
+            case let v as Int64: line += String(v)
+            case let v as Double: line += v.isFinite ? String(v) : "null"
+            case let v as Bool: line += v ? "true" : "false"
+            case let v as UUID: Self.appendJSONString(v.uuidString.lowercased(), to: &line)
+            case let v?: Self.appendJSONString(String(describing: v), to: &line)
+            case nil: line += "null"
+            }
+        }
+        line += "}\n"
+        lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+    }
+
+    private static func appendJSONString(_ s: String, to out: inout String) {
+        out += "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+            }
+        }
+        out += "\""
+    }
+}
