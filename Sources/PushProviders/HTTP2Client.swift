@@ -17,8 +17,11 @@ public final class HTTP2Client: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// PEM file of trusted CAs (CURLOPT_CAINFO); nil = the system store. Verification is never disabled.
         public var caFile: String?
-        /// Connections per host (CURLMOPT_MAX_HOST_CONNECTIONS). Default 2.
-        public var maxHostConnections: Int = 2
+        /// Connections per host (CURLMOPT_MAX_HOST_CONNECTIONS). Default 1: one HTTP/2 connection carries
+        /// up to the server's stream limit (about 1000 on APNs); requests beyond it wait for a free stream.
+        /// A second connection starts with a burst before the server's SETTINGS arrive, which a strict
+        /// server refuses (REFUSED_STREAM; libcurl then retries on a fresh connection).
+        public var maxHostConnections: Int = 1
         /// Connections overall, all hosts (CURLMOPT_MAX_TOTAL_CONNECTIONS, also the idle cache size). Default 8.
         public var maxTotalConnections: Int = 8
         /// Streams per connection we open at most (CURLMOPT_MAX_CONCURRENT_STREAMS); the server's SETTINGS also apply. Default 100.
@@ -33,6 +36,8 @@ public final class HTTP2Client: @unchecked Sendable {
         public var tcpKeepAliveSeconds: Int = 30
         /// HTTP/2 upkeep interval in milliseconds (CURLOPT_UPKEEP_INTERVAL_MS). Default 30 000.
         public var upkeepIntervalMillis: Int = 30_000
+        /// Longest wait (ms) for the first request on a new connection before the others follow. Default 1000.
+        public var warmUpMillis: Int = 1_000
         /// Largest response body kept, in bytes; the rest is read and dropped. Default 64 KiB.
         public var maxResponseBodyBytes: Int = 64 * 1024
 
@@ -45,6 +50,8 @@ public final class HTTP2Client: @unchecked Sendable {
     private let multi: CurlMulti
     private let lock = NSLock()
     private var openedConnections = 0
+    /// Per host: until when (monotonic ms) a connection is believed open and past its first request.
+    private var warmUntil: [String: UInt64] = [:]
 
     private init(configuration: Configuration, multi: CurlMulti) {
         self.configuration = configuration
@@ -72,6 +79,12 @@ public final class HTTP2Client: @unchecked Sendable {
     }
 
     /// Sends all `requests` concurrently and waits for each to end.
+    ///
+    /// Warm-up (PROTOCOLS.md A.5/A.7): a server may allow a single stream on a new connection until it
+    /// has seen a valid request, and libcurl assumes 100 streams until the server's SETTINGS arrive. So
+    /// for a host without a recently used connection, the first request goes alone; the host's other
+    /// requests start when it finishes or after `warmUpMillis`, whichever comes first (their own
+    /// deadlines count from then).
     /// - Returns: one outcome per request, in the same order. Never throws: a request libcurl
     ///   refuses to set up comes back as `.notSent`.
     public func perform(_ requests: [HTTPRequest]) -> [HTTPOutcome] {
@@ -79,26 +92,53 @@ public final class HTTP2Client: @unchecked Sendable {
         defer { lock.unlock() }
         var outcomes = [HTTPOutcome?](repeating: nil, count: requests.count)
         var active: [UnsafeMutableRawPointer: (index: Int, easy: CurlEasy)] = [:]
-        for (i, request) in requests.enumerated() {
+        let now = Self.monotonicMillis()
+        let hosts = requests.map { Self.hostKey($0.url) }
+        var deferred: [String: [Int]] = [:]   // cold host -> requests waiting for its warm-up request
+        var warmUps: [Int: String] = [:]      // warm-up request index -> host
+        for (i, host) in hosts.enumerated() where (warmUntil[host] ?? 0) <= now {
+            if deferred[host] == nil {
+                deferred[host] = []
+                warmUps[i] = host
+            } else {
+                deferred[host, default: []].append(i)
+            }
+        }
+        let deferredSet = Set(deferred.values.joined())
+        func start(_ i: Int) {
             do {
-                let easy = try CurlEasy.make(for: request, config: configuration)
+                let easy = try CurlEasy.make(for: requests[i], config: configuration)
                 try multi.add(easy)
                 active[easy.withUnsafeHandle { $0 }] = (i, easy)
             } catch {
                 outcomes[i] = .notSent("\(error)")
             }
         }
+        func release(_ host: String) {
+            deferred.removeValue(forKey: host)?.forEach(start)
+        }
+        requests.indices.filter { !deferredSet.contains($0) }.forEach(start)
+        let releaseAll = now + UInt64(max(0, configuration.warmUpMillis))
         // Safety net beyond libcurl's own per-request timers.
-        let longest = requests.map(\.timeoutMillis).max() ?? 0
-        let giveUp = DispatchTime.now().uptimeNanoseconds + UInt64(longest + 5_000) * 1_000_000
-        while !active.isEmpty {
+        let giveUp = releaseAll + UInt64((requests.map(\.timeoutMillis).max() ?? 0) + 5_000)
+        while !active.isEmpty || !deferred.isEmpty {
             let running = multi.perform()
             while let done = multi.nextFinished() {
                 guard let entry = active.removeValue(forKey: done.easy) else { continue }
-                outcomes[entry.index] = finish(entry.easy, result: done.result)
+                let outcome = finish(entry.easy, result: done.result)
+                outcomes[entry.index] = outcome
+                let host = hosts[entry.index]
+                if case .response = outcome {
+                    warmUntil[host] = Self.monotonicMillis() + UInt64(max(0, configuration.maxIdleSeconds - 1)) * 1000
+                } else {
+                    warmUntil[host] = nil
+                }
+                if let warmed = warmUps.removeValue(forKey: entry.index) { release(warmed) }
             }
-            if active.isEmpty { break }
-            if DispatchTime.now().uptimeNanoseconds > giveUp {
+            let clock = Self.monotonicMillis()
+            if clock >= releaseAll { deferred.keys.forEach(release) }
+            if active.isEmpty && deferred.isEmpty { break }
+            if clock > giveUp {
                 for (_, entry) in active {
                     multi.remove(entry.easy)
                     outcomes[entry.index] = .timeout("deadline passed without an answer")
@@ -106,10 +146,18 @@ public final class HTTP2Client: @unchecked Sendable {
                 active.removeAll()
                 break
             }
-            if running > 0 || !active.isEmpty { multi.poll(timeoutMillis: 50) }
+            if running > 0 || !active.isEmpty { multi.poll(timeoutMillis: 20) }
         }
         return outcomes.map { $0 ?? .notSent("not started") }
     }
+
+    /// `host:port` of an absolute URL (the pool key for warm-up bookkeeping).
+    static func hostKey(_ url: String) -> String {
+        guard let parsed = URL(string: url) else { return url }
+        return "\(parsed.host ?? ""):\(parsed.port ?? (parsed.scheme == "http" ? 80 : 443))"
+    }
+
+    private static func monotonicMillis() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
 
     private func finish(_ easy: CurlEasy, result: CURLcode) -> HTTPOutcome {
         openedConnections += easy.newConnections

@@ -25,13 +25,13 @@ final class APNsClientTests: XCTestCase {
     private func startFake(_ extra: [String] = []) throws -> FakeProviderServer {
         let server = try FakeProviderServer.start("fake_apns.py", [
             "--public-key", try FakeMaterial.file("apns_pub.pem"), "--team-id", Self.team,
-            "--key-id", Self.key, "--topic", Self.topic] + extra)
+            "--key-id", Self.key, "--topic", Self.topic, "--initial-streams", "1"] + extra)
         servers.append(server)
         return server
     }
 
     private func client(production: FakeProviderServer, sandbox: FakeProviderServer? = nil, topic: String = topic,
-                        timeoutMillis: Int = 10_000, hostConnections: Int = 2,
+                        timeoutMillis: Int = 10_000, hostConnections: Int = 1,
                         clock: ProviderClock = SystemProviderClock()) throws -> APNsClient {
         var config = APNsClient.Configuration(teamId: Self.team, keyId: Self.key, topic: topic)
         config.productionBaseURL = production.baseURL
@@ -69,6 +69,7 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(Set(pushes.compactMap { $0["jwt_sig"] as? String }).count, 1, "A.5: one JWT reused")
         XCTAssertEqual(Set(batch.map(\.apnsId)).subtracting(pushes.compactMap { $0["apns_id"] as? String }), [])
         XCTAssertEqual(fake.log("connection").count, 1, "A.7: one connection, reused across batches")
+        XCTAssertEqual(fake.log("refused").count, 0, "A.5: one request first on the new connection, then the fan-out")
         XCTAssertEqual(apns.http.connectionsOpened, 1)
     }
 

@@ -7,7 +7,8 @@ A handler is `async def handle(req: Request) -> Response | None`. It may also re
 "reset" to reset the stream (RST_STREAM INTERNAL_ERROR) instead of answering.
 
 Every accepted TCP+TLS connection is written to the JSONL log as {"kind": "connection", "conn": n},
-so tests can count connections (multiplexing check). The bound port is written to --port-file
+so tests can count connections (multiplexing check); every stream refused for exceeding the
+advertised SETTINGS_MAX_CONCURRENT_STREAMS as {"kind": "refused", "conn": n}. The bound port is written to --port-file
 (atomically) and to stdout as "PORT <n>".
 """
 import argparse
@@ -28,7 +29,8 @@ import h2.settings
 class Request:
     """One received stream: method, path, lower-case headers (list of pairs and a dict), body bytes."""
 
-    def __init__(self, conn_id, stream_id, header_pairs, body):
+    def __init__(self, conn_id, stream_id, header_pairs, body, protocol=None):
+        self.protocol = protocol
         self.conn_id = conn_id
         self.stream_id = stream_id
         self.header_pairs = header_pairs
@@ -77,6 +79,9 @@ class H2Protocol(asyncio.Protocol):
         self.transport = None
         self.conn = None
         self.streams = {}
+        self.active = 0
+        self.tasks = {}
+        self.limit = server.initial_streams
         self.window_open = asyncio.Event()
 
     def connection_made(self, transport):
@@ -86,10 +91,20 @@ class H2Protocol(asyncio.Protocol):
         self.server.log.write({"kind": "connection", "conn": self.conn_id})
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         self.conn = h2.connection.H2Connection(config=config)
+        # h2 itself tolerates many streams; the advertised limit is enforced here with REFUSED_STREAM
+        # (RFC 9113 §5.1.2), since a client may open streams before it has seen our SETTINGS.
         self.conn.local_settings = h2.settings.Settings(
-            client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.server.max_streams})
+            client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 10000})
         self.conn.initiate_connection()
+        self.conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.limit})
         self.flush()
+
+    def raise_stream_limit(self):
+        """Advertises --max-streams (APNs does this once a request with a valid token was accepted)."""
+        if self.limit != self.server.max_streams:
+            self.limit = self.server.max_streams
+            self.conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.limit})
+            self.flush()
 
     def flush(self):
         data = self.conn.data_to_send()
@@ -105,6 +120,11 @@ class H2Protocol(asyncio.Protocol):
             return
         for ev in events:
             if isinstance(ev, h2.events.RequestReceived):
+                if self.active >= self.limit:
+                    self.conn.reset_stream(ev.stream_id, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
+                    self.server.log.write({"kind": "refused", "conn": self.conn_id})
+                    continue
+                self.active += 1
                 self.streams[ev.stream_id] = (list(ev.headers), bytearray())
             elif isinstance(ev, h2.events.DataReceived):
                 if ev.stream_id in self.streams:
@@ -113,10 +133,13 @@ class H2Protocol(asyncio.Protocol):
             elif isinstance(ev, h2.events.StreamEnded):
                 if ev.stream_id in self.streams:
                     headers, body = self.streams.pop(ev.stream_id)
-                    req = Request(self.conn_id, ev.stream_id, headers, bytes(body))
-                    asyncio.ensure_future(self.dispatch(req))
+                    req = Request(self.conn_id, ev.stream_id, headers, bytes(body), self)
+                    self.tasks[ev.stream_id] = asyncio.ensure_future(self.dispatch(req))
             elif isinstance(ev, h2.events.StreamReset):
-                self.streams.pop(ev.stream_id, None)
+                if self.streams.pop(ev.stream_id, None) is not None:
+                    self.active -= 1
+                elif ev.stream_id in self.tasks:
+                    self.tasks[ev.stream_id].cancel()  # e.g. a client timeout on a hanging stream
             elif isinstance(ev, h2.events.WindowUpdated):
                 self.window_open.set()
             elif isinstance(ev, h2.events.ConnectionTerminated):
@@ -125,8 +148,17 @@ class H2Protocol(asyncio.Protocol):
 
     def connection_lost(self, exc):
         self.window_open.set()
+        for task in list(self.tasks.values()):
+            task.cancel()
 
     async def dispatch(self, req):
+        try:
+            await self.answer(req)
+        finally:
+            self.active -= 1
+            self.tasks.pop(req.stream_id, None)
+
+    async def answer(self, req):
         try:
             resp = await self.server.handler(req)
         except Exception as e:  # a fake bug must show up as a 500, not a silent hang
@@ -162,10 +194,11 @@ class H2Protocol(asyncio.Protocol):
 class H2Server:
     """Runs `handler` behind HTTP/2 + TLS on 127.0.0.1."""
 
-    def __init__(self, handler, log, max_streams=100):
+    def __init__(self, handler, log, max_streams=100, initial_streams=None):
         self.handler = handler
         self.log = log
         self.max_streams = max_streams
+        self.initial_streams = initial_streams or max_streams
         self.connections = 0
 
 
@@ -177,6 +210,8 @@ def common_arguments(description):
     p.add_argument("--port-file", help="file that receives the bound port number")
     p.add_argument("--log", help="append-only JSONL log of connections and accepted requests")
     p.add_argument("--max-streams", type=int, default=100, help="SETTINGS_MAX_CONCURRENT_STREAMS")
+    p.add_argument("--initial-streams", type=int, help="streams allowed on a new connection until the "
+                   "handler calls raise_stream_limit() (APNs: 1 until a valid token); default --max-streams")
     return p
 
 
@@ -186,7 +221,7 @@ def serve(args, handler, log):
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(args.cert, args.key)
     ctx.set_alpn_protocols(["h2"])
-    server = H2Server(handler, log, args.max_streams)
+    server = H2Server(handler, log, args.max_streams, args.initial_streams)
 
     async def main():
         loop = asyncio.get_running_loop()
