@@ -136,16 +136,19 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
 
     /// Percent-encodes everything but RFC 3986 unreserved characters, so a token can never change the path.
     static func pathSegment(_ token: String) -> String {
-        var out = ""
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(token.utf8.count)
         for byte in token.utf8 {
-            let c = Character(Unicode.Scalar(byte))
-            if c.isASCII && (c.isLetter || c.isNumber || c == "-" || c == "." || c == "_" || c == "~") {
-                out.append(c)
-            } else {
-                out += String(format: "%%%02X", byte)
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            default:
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     private static func jsonEscaped(_ s: String) -> String {

@@ -5,8 +5,8 @@ import PushCore
 ///
 /// `reason` = the `errorCode` of the `details[]` entry whose `@type` ends in
 /// `google.firebase.fcm.v1.FcmError`, else `error.status`, else nil (the HTTP status then speaks alone).
-/// `namesToken` = a `google.rpc.BadRequest` field violation on `message.token`, or an error message
-/// naming `message.token` or the registration token. `messageId` = `name` on 200.
+/// `namesToken` (only for `INVALID_ARGUMENT`) = a `google.rpc.BadRequest` field violation on
+/// `message.token`, or an error message naming `message.token` or the registration token. `messageId` = `name` on 200.
 public enum FCMAnswerParser {
     /// Longest `rawDetail` kept, in characters.
     public static let rawDetailLimit = 160
@@ -33,7 +33,7 @@ public enum FCMAnswerParser {
         let fcmCode = details.first { ($0["@type"] as? String)?.hasSuffix("google.firebase.fcm.v1.FcmError") ?? false }?["errorCode"] as? String
         answer.reason = fcmCode ?? (error["status"] as? String)
         let message = error["message"] as? String ?? ""
-        answer.namesToken = Self.namesToken(details: details, message: message)
+        answer.namesToken = answer.reason == "INVALID_ARGUMENT" && Self.namesToken(details: details, message: message)
         if !message.isEmpty { answer.rawDetail = ProviderText.clip(message, limit: rawDetailLimit) }
         return answer
     }
