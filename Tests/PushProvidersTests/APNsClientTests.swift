@@ -134,6 +134,18 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(fake.log("push").count, 1, "only the 200 was recorded")
     }
 
+    func testGoawayAndDroppedConnectionAreConnectionErrorsAndTheClientRecovers() throws {
+        let fake = try startFake()
+        let apns = try client(production: fake)
+        XCTAssertEqual(apns.send([push("warm")]).first?.httpStatus, 200)
+        for token in ["goaway-1", "drop-1"] {
+            let answer = try XCTUnwrap(apns.send([push(token)]).first)
+            XCTAssertEqual(answer.transport, .connectionError, "\(token): A.6 transport failure, retryable")
+            XCTAssertNil(answer.httpStatus)
+            XCTAssertEqual(apns.send([push("after-\(token)")]).first?.httpStatus, 200, "new connection after \(token)")
+        }
+    }
+
     func testWrongTopicIsTopicDisallowed() throws {
         let fake = try startFake()
         let apns = try client(production: fake, topic: "com.other.app")

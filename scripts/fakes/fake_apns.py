@@ -15,6 +15,7 @@ Scenario by device-token prefix (the token in /3/device/<token>):
   hang         -> never answers                                  garbage     -> 500 with an HTML body
   truncated    -> 400 with a cut JSON body                       empty       -> 503 with an empty body
   reset        -> RST_STREAM (INTERNAL_ERROR)                    huge        -> 500 with a 200 KiB body
+  goaway       -> GOAWAY (Shutdown) without answering, then close drop -> TCP close without answering
 anything else -> 200 with the apns-id. Every 200 is appended to --log as
 {"kind":"push","conn":n,"apns_id":..,"token":..,"topic":..,"priority":..,"expiration":..,
  "collapse_id":..,"iat":..,"jwt_sig":<first 16 chars of the signature>,"payload":<body text>}.
@@ -153,6 +154,10 @@ class FakeAPNs:
             return Response(503, b"")
         if token.startswith("reset"):
             return "reset"
+        if token.startswith("goaway"):
+            return "goaway"
+        if token.startswith("drop"):
+            return "drop"
         if token.startswith("huge"):
             return Response(500, b"x" * (200 * 1024), [("content-type", "text/plain")])
         return None

@@ -4,7 +4,8 @@ Real HTTP/2 (the `h2` library, ALPN "h2" only) on 127.0.0.1, one asyncio task pe
 handler may hang forever (returns None) while the other streams of the same connection still answer.
 
 A handler is `async def handle(req: Request) -> Response | None`. It may also return the string
-"reset" to reset the stream (RST_STREAM INTERNAL_ERROR) instead of answering.
+"reset" to reset the stream (RST_STREAM INTERNAL_ERROR), "goaway" to send GOAWAY (last stream = this
+one, debug data {"reason":"Shutdown"}) and close the connection, or "drop" to close the TCP connection.
 
 Every accepted TCP+TLS connection is written to the JSONL log as {"kind": "connection", "conn": n},
 so tests can count connections (multiplexing check); every stream refused for exceeding the
@@ -169,6 +170,15 @@ class H2Protocol(asyncio.Protocol):
             if resp == "reset":
                 self.conn.reset_stream(req.stream_id, error_code=h2.errors.ErrorCodes.INTERNAL_ERROR)
                 self.flush()
+                return
+            if resp == "goaway":  # as APNs does when shutting down: GOAWAY with the reason as debug data
+                self.conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR,
+                                           additional_data=b'{"reason":"Shutdown"}', last_stream_id=req.stream_id)
+                self.flush()
+                self.transport.close()
+                return
+            if resp == "drop":  # TCP connection closed with no HTTP/2 goodbye
+                self.transport.close()
                 return
             headers = [(":status", str(resp.status)), ("content-length", str(len(resp.body)))] + resp.headers
             self.conn.send_headers(req.stream_id, headers, end_stream=not resp.body)
