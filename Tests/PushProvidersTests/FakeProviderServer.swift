@@ -14,6 +14,9 @@ enum FakeMaterial {
     static let python = repoRoot.appendingPathComponent(".venv/bin/python").path
     static let fakesDir = repoRoot.appendingPathComponent("scripts/fakes").path
 
+    /// Removed when the test process exits.
+    nonisolated(unsafe) private static var createdDirectory: String?
+
     private static let made: Result<String, FakeServerError> = {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             return .failure(FakeServerError(description:
@@ -21,7 +24,10 @@ enum FakeMaterial {
         }
         let dir = NSTemporaryDirectory() + "pushfleet-fakes-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let status = run([python, fakesDir + "/mkcerts.py", dir])
-        return status == 0 ? .success(dir) : .failure(FakeServerError(description: "mkcerts.py failed (\(status))"))
+        guard status == 0 else { return .failure(FakeServerError(description: "mkcerts.py failed (\(status))")) }
+        createdDirectory = dir
+        atexit { if let dir = FakeMaterial.createdDirectory { try? FileManager.default.removeItem(atPath: dir) } }
+        return .success(dir)
     }()
 
     /// Directory holding ca.pem, server.pem/key, apns_key.p8/apns_pub.pem, sa_key.pem/sa_pub.pem.
