@@ -1,0 +1,157 @@
+import Foundation
+import PushCore
+import PushCrypto
+
+/// APNs provider API client with token authentication (PROTOCOLS.md A): HTTP/2 multiplexed through
+/// `HTTP2Client`, one ES256 provider JWT per (team, key) from a `ProviderTokenCache`.
+///
+/// Token lifetime (A.5): a JWT is reused until `tokenRefreshSeconds` (45 min) after its `iat`; after an
+/// `ExpiredProviderToken` answer it is rebuilt early, but only if at least `tokenMinimumAgeSeconds`
+/// (20 min) old, and the refused requests are sent once more with the new token (same `apns-id`).
+public final class APNsClient: PushProvider, @unchecked Sendable {
+    /// Credentials, hosts and limits.
+    public struct Configuration: Sendable {
+        /// 10-character Team ID (JWT `iss`).
+        public var teamId: String
+        /// 10-character Key ID of the `.p8` key (JWT `kid`).
+        public var keyId: String
+        /// `apns-topic`: the app's bundle ID.
+        public var topic: String
+        /// `apns-push-type`; `alert` for honkio's notifications (A.3).
+        public var pushType: String = "alert"
+        /// Base URL for production tokens; tests point it at a fake.
+        public var productionBaseURL: String = "https://api.push.apple.com"
+        /// Base URL for sandbox tokens; tests point it at a second fake.
+        public var sandboxBaseURL: String = "https://api.sandbox.push.apple.com"
+        /// Per-request deadline in milliseconds. Default 10 000.
+        public var requestTimeoutMillis: Int = 10_000
+        /// JWT age (seconds) at which a new one is made. Default 2700 (45 min); Apple wants 20–60 min.
+        public var tokenRefreshSeconds: Int64 = 45 * 60
+        /// Youngest JWT age (seconds) that may be replaced after `ExpiredProviderToken`. Default 1200 (20 min).
+        public var tokenMinimumAgeSeconds: Int64 = 20 * 60
+        /// Connection settings (CA file, limits).
+        public var http: HTTP2Client.Configuration = HTTP2Client.Configuration()
+
+        /// Credentials with production defaults for everything else.
+        public init(teamId: String, keyId: String, topic: String) {
+            self.teamId = teamId
+            self.keyId = keyId
+            self.topic = topic
+        }
+
+        /// Base URL used for `environment`.
+        public func baseURL(for environment: APNsEnvironment) -> String {
+            environment == .production ? productionBaseURL : sandboxBaseURL
+        }
+    }
+
+    /// Settings in force.
+    public let configuration: Configuration
+    /// The HTTP/2 client (exposed for connection statistics).
+    public let http: HTTP2Client
+    private let signer: JWTSigner
+    private let tokenCache: ProviderTokenCache
+    private let clock: ProviderClock
+
+    private init(configuration: Configuration, http: HTTP2Client, signer: JWTSigner,
+                 tokenCache: ProviderTokenCache, clock: ProviderClock) {
+        self.configuration = configuration
+        self.http = http
+        self.signer = signer
+        self.tokenCache = tokenCache
+        self.clock = clock
+    }
+
+    /// Creates a client.
+    /// - Parameters:
+    ///   - configuration: team, key id, topic, hosts.
+    ///   - privateKeyPEM: the `.p8` file's text (PKCS#8 P-256).
+    ///   - tokenCache: where the JWT lives; share one cache between clients of the same key.
+    ///   - clock: time source for `iat` and refresh decisions.
+    /// - Throws: `JWTError` for an unusable key, `HTTPClientError` if libcurl cannot start.
+    public static func make(configuration: Configuration, privateKeyPEM: String,
+                            tokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
+                            clock: ProviderClock = SystemProviderClock()) throws -> APNsClient {
+        let signer = try JWTSigner.es256(privateKeyPEM: privateKeyPEM, keyId: configuration.keyId)
+        let http = try HTTP2Client.make(configuration: configuration.http)
+        return APNsClient(configuration: configuration, http: http, signer: signer, tokenCache: tokenCache, clock: clock)
+    }
+
+    /// Cache key of this client's JWT: `apns:<team>:<key>`.
+    public var tokenCacheKey: String { "apns:\(configuration.teamId):\(configuration.keyId)" }
+
+    // MARK: - Sending
+
+    /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`).
+    public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {
+        guard !batch.isEmpty else { return [] }
+        let token: ProviderToken
+        do {
+            token = try tokenCache.currentToken(for: tokenCacheKey, now: clock.nowUnixSeconds(), mint: mintToken)
+        } catch {
+            return batch.map { _ in ProviderAnswer(transport: .notSent, rawDetail: "provider token: \(error)") }
+        }
+        var answers = sendOnce(batch, token: token.value)
+
+        let expired = answers.indices.filter { answers[$0].httpStatus == 403 && answers[$0].reason == "ExpiredProviderToken" }
+        guard !expired.isEmpty else { return answers }
+        guard let fresh = try? tokenCache.replaceToken(
+            for: tokenCacheKey, rejected: token.value, now: clock.nowUnixSeconds(),
+            minimumAgeSeconds: configuration.tokenMinimumAgeSeconds, mint: mintToken),
+            fresh.value != token.value else { return answers }
+        let retried = sendOnce(expired.map { batch[$0] }, token: fresh.value)
+        for (slot, answer) in zip(expired, retried) { answers[slot] = answer }
+        return answers
+    }
+
+    private func sendOnce(_ batch: [ProviderRequest], token: String) -> [ProviderAnswer] {
+        let outcomes = http.perform(batch.map { httpRequest(for: $0, token: token) })
+        return zip(batch, outcomes).map { APNsAnswerParser.answer(for: $1, apnsId: $0.apnsId) }
+    }
+
+    /// The HTTP/2 request for one push (A.2): path, headers in a fixed order, body unchanged.
+    public func httpRequest(for request: ProviderRequest, token: String) -> HTTPRequest {
+        var headers: [(String, String)] = [
+            ("authorization", "bearer \(token)"),
+            ("apns-topic", configuration.topic),
+            ("apns-push-type", configuration.pushType),
+            ("apns-priority", String(request.priority.rawValue)),
+            ("apns-expiration", String(max(0, request.expirationUnixSeconds))),
+            ("apns-id", request.apnsId),
+            ("content-type", "application/json"),
+        ]
+        if let collapse = request.collapseId { headers.insert(("apns-collapse-id", collapse), at: 5) }
+        let url = configuration.baseURL(for: request.apnsEnvironment) + "/3/device/" + Self.pathSegment(request.deviceToken)
+        return HTTPRequest(url: url, method: "POST", headers: headers, body: request.payload,
+                           timeoutMillis: configuration.requestTimeoutMillis)
+    }
+
+    /// Builds a provider JWT: header `{"alg":"ES256","kid":...}`, claims `{"iss":...,"iat":...}` (A.5).
+    private func mintToken(now: Int64) throws -> ProviderToken {
+        let header = #"{"alg":"ES256","kid":"\#(Self.jsonEscaped(configuration.keyId))"}"#
+        let claims = #"{"iss":"\#(Self.jsonEscaped(configuration.teamId))","iat":\#(now)}"#
+        let jwt = try signer.sign(header: header, claims: claims)
+        return ProviderToken(value: jwt, issuedAt: now, refreshAt: now + configuration.tokenRefreshSeconds)
+    }
+
+    /// Percent-encodes everything but RFC 3986 unreserved characters, so a token can never change the path.
+    static func pathSegment(_ token: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(token.utf8.count)
+        for byte in token.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            default:
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func jsonEscaped(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+    }
+}

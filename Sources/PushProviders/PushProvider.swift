@@ -1,0 +1,65 @@
+import PushCore
+
+/// The APNs environment a device token belongs to (PROTOCOLS.md A.1): a token only works against its own host.
+public enum APNsEnvironment: String, Sendable, CaseIterable {
+    /// `api.push.apple.com` (App Store, TestFlight, ad hoc builds).
+    case production
+    /// `api.sandbox.push.apple.com` (builds run from Xcode).
+    case sandbox
+}
+
+/// Delivery priority (SPEC R-SEND-10): `high` = `apns-priority: 10` / FCM `HIGH`, `normal` = 5 / `NORMAL`.
+public enum ProviderPriority: Int, Sendable {
+    /// Deliver now (apns-priority 10).
+    case high = 10
+    /// Deliver when power conditions allow (apns-priority 5).
+    case normal = 5
+}
+
+/// One push to send, already planned and sealed by the worker. Payload bytes are final: the
+/// provider client sends them unchanged.
+public struct ProviderRequest: Sendable, Equatable {
+    /// The delivery row this push belongs to (for the caller's bookkeeping; never sent).
+    public var deliveryId: Int64
+    /// Device address: APNs hex device token, or FCM registration token.
+    public var deviceToken: String
+    /// APNs only: which host the token belongs to; ignored by FCM.
+    public var apnsEnvironment: APNsEnvironment
+    /// Request body: the APNs JSON payload, or the full FCM v1 body `{"message":{...}}` built by PushCore.
+    public var payload: [UInt8]
+    /// APNs `apns-priority` (FCM carries its priority inside `payload`).
+    public var priority: ProviderPriority
+    /// APNs `apns-expiration`: UNIX seconds after which the provider may drop it; 0 = now or never.
+    public var expirationUnixSeconds: Int64
+    /// APNs `apns-collapse-id` (≤ 64 bytes, R-SEND-13); nil = header omitted.
+    public var collapseId: String?
+    /// APNs `apns-id`: lower-case UUID, stable across the delivery's attempts (DESIGN guarantees).
+    public var apnsId: String
+    /// FCM time to live in seconds (R-SEND-10); PushCore writes it into `payload` as `android.ttl`,
+    /// carried here for logging and for providers that take it as a header.
+    public var ttlSeconds: Int64
+
+    /// Memberwise initializer.
+    public init(deliveryId: Int64, deviceToken: String, apnsEnvironment: APNsEnvironment = .production,
+                payload: [UInt8], priority: ProviderPriority = .high, expirationUnixSeconds: Int64 = 0,
+                collapseId: String? = nil, apnsId: String, ttlSeconds: Int64 = 0) {
+        self.deliveryId = deliveryId
+        self.deviceToken = deviceToken
+        self.apnsEnvironment = apnsEnvironment
+        self.payload = payload
+        self.priority = priority
+        self.expirationUnixSeconds = expirationUnixSeconds
+        self.collapseId = collapseId
+        self.apnsId = apnsId
+        self.ttlSeconds = ttlSeconds
+    }
+}
+
+/// A push provider client as the worker sees it (DESIGN "send" step). Implementations: `APNsClient`,
+/// `FCMClient`. Calls block the calling thread; run them on a worker thread, not the cooperative pool.
+public protocol PushProvider: AnyObject, Sendable {
+    /// Sends every request of `batch` (concurrently where the transport allows) and returns one raw
+    /// answer per request, in the same order. Never throws: transport problems are answers too
+    /// (`ProviderAnswer.Transport`), interpreted by PushCore's answer table.
+    func send(_ batch: [ProviderRequest]) -> [ProviderAnswer]
+}

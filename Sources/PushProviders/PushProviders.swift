@@ -1,1 +1,0 @@
-// PushProviders module.

@@ -1,0 +1,35 @@
+import Foundation
+import PushCore
+import PushProviders
+import XCTest
+
+/// `ProviderBenchmark` against the fake APNs. A small run always executes (it checks the numbers are
+/// sane); `PUSH_BENCH=1` raises the request count and prints the figures for comparison.
+final class ProviderBenchmarkTests: XCTestCase {
+    func testMultiplexedAndSequentialRunsReportCPUPerRequest() throws {
+        let count = ProcessInfo.processInfo.environment["PUSH_BENCH"] == "1" ? 2000 : 60
+        let fake = try FakeProviderServer.start("fake_apns.py", [
+            "--public-key", try FakeMaterial.file("apns_pub.pem"), "--team-id", "TEAM123456",
+            "--key-id", "KEY1234567", "--topic", "com.example.honkio", "--max-streams", "1000"])
+        defer { fake.stop() }
+        var config = APNsClient.Configuration(teamId: "TEAM123456", keyId: "KEY1234567", topic: "com.example.honkio")
+        config.productionBaseURL = fake.baseURL
+        config.http = HTTP2Client.Configuration(caFile: try FakeMaterial.file("ca.pem"))
+        let apns = try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_key.p8"))
+        let payload = Array(#"{"aps":{"alert":{"title":"t","body":"b"},"mutable-content":1}}"#.utf8)
+        let results = ProviderBenchmark.compare(provider: apns, count: count, batchSize: 100,
+                                                connections: { apns.http.connectionsOpened }) { i in
+            ProviderRequest(deliveryId: Int64(i), deviceToken: String(format: "%064x", i), payload: payload,
+                            apnsId: UUID().uuidString.lowercased())
+        }
+        print("ProviderBenchmark", results.multiplexed)
+        print("ProviderBenchmark", results.sequential)
+        for result in [results.multiplexed, results.sequential] {
+            XCTAssertEqual(result.requests, count)
+            XCTAssertEqual(result.succeeded, count)
+            XCTAssertGreaterThan(result.cpuMicrosPerRequest, 0)
+            XCTAssertLessThanOrEqual(result.connectionsOpened, 1, "persistent connection across batches")
+        }
+        XCTAssertEqual(fake.log("push").count, 2 * count)
+    }
+}

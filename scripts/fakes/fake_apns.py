@@ -1,0 +1,180 @@
+"""Fake APNs provider API (tests only): HTTP/2 over TLS on 127.0.0.1, PROTOCOLS.md section A.
+
+Checks what APNs checks for token auth: `authorization: bearer <JWT>` signed ES256 (raw 64-byte r||s,
+a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-id, `iat` not older than
+--max-token-age seconds; `apns-topic` = --topic (else 400 TopicDisallowed); `apns-push-type`;
+`apns-priority` in 10/5/1; numeric `apns-expiration`; `apns-collapse-id` <= 64 bytes; lower-case UUID
+`apns-id`; body 1..4096 bytes (413 PayloadTooLarge above).
+With --initial-streams 1 a new connection allows one stream until a request with a valid token has
+been seen, then --max-streams (A.5); streams beyond the advertised limit get RST_STREAM REFUSED_STREAM.
+
+Scenario by device-token prefix (the token in /3/device/<token>):
+  unregistered -> 410 Unregistered + timestamp 1700000000000   baddevice   -> 400 BadDeviceToken
+  notfortopic  -> 400 DeviceTokenNotForTopic                     toomany     -> 429 TooManyRequests, retry-after: 7
+  fail500      -> 500 InternalServerError                        unavailable -> 503 ServiceUnavailable
+  hang         -> never answers                                  garbage     -> 500 with an HTML body
+  truncated    -> 400 with a cut JSON body                       empty       -> 503 with an empty body
+  reset        -> RST_STREAM (INTERNAL_ERROR)                    huge        -> 500 with a 200 KiB body
+  goaway       -> GOAWAY (Shutdown) without answering, then close drop -> TCP close without answering
+anything else -> 200 with the apns-id. Every 200 is appended to --log as
+{"kind":"push","conn":n,"apns_id":..,"token":..,"topic":..,"priority":..,"expiration":..,
+ "collapse_id":..,"iat":..,"jwt_sig":<first 16 chars of the signature>,"payload":<body text>}.
+"""
+import asyncio
+import base64
+import json
+import re
+import time
+import uuid
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+import h2server
+from h2server import Response
+
+PUSH_TYPES = {"alert", "background", "location", "voip", "complication", "fileprovider", "mdm",
+              "liveactivity", "pushtotalk", "widgets"}
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def reason(status, why, headers=None, **extra):
+    return Response.json(status, dict({"reason": why}, **extra), headers)
+
+
+class FakeAPNs:
+    def __init__(self, args, log):
+        with open(args.public_key, "rb") as f:
+            self.public_key = serialization.load_pem_public_key(f.read())
+        self.args = args
+        self.log = log
+
+    def check_jwt(self, authorization):
+        """Returns (error Response or None, iat, signature prefix)."""
+        if not authorization:
+            return reason(403, "MissingProviderToken"), None, None
+        if not authorization.startswith("bearer "):
+            return reason(403, "InvalidProviderToken"), None, None
+        token = authorization[len("bearer "):]
+        try:
+            h64, c64, s64 = token.split(".")
+            header, claims, sig = json.loads(b64url_decode(h64)), json.loads(b64url_decode(c64)), b64url_decode(s64)
+            if header.get("alg") != "ES256" or header.get("kid") != self.args.key_id:
+                return reason(403, "InvalidProviderToken"), None, None
+            if claims.get("iss") != self.args.team_id or not isinstance(claims.get("iat"), int):
+                return reason(403, "InvalidProviderToken"), None, None
+            if len(sig) != 64:  # a DER signature is refused, as by APNs
+                return reason(403, "InvalidProviderToken"), None, None
+            der = encode_dss_signature(int.from_bytes(sig[:32], "big"), int.from_bytes(sig[32:], "big"))
+            self.public_key.verify(der, (h64 + "." + c64).encode(), ec.ECDSA(hashes.SHA256()))
+        except (ValueError, InvalidSignature, TypeError, AttributeError):
+            return reason(403, "InvalidProviderToken"), None, None
+        iat = claims["iat"]
+        now = time.time()
+        if iat > now + 60:
+            return reason(403, "InvalidProviderToken"), None, None
+        if now - iat > self.args.max_token_age:
+            return reason(403, "ExpiredProviderToken"), None, None
+        return None, iat, s64[:16]
+
+    async def handle(self, req):
+        if req.method != "POST":
+            return reason(405, "MethodNotAllowed")
+        m = re.match(r"^/3/device/([^/]*)$", req.path)
+        if not m:
+            return reason(404, "BadPath")
+        token = m.group(1)
+        if not token:
+            return reason(400, "MissingDeviceToken")
+        for name in ("authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-id"):
+            if req.count(name) > 1:
+                return reason(400, "DuplicateHeaders")
+        error, iat, sig = self.check_jwt(req.headers.get("authorization"))
+        if error:
+            return error
+        req.protocol.raise_stream_limit()  # A.5: more streams once a valid token was seen
+        h = req.headers
+        topic = h.get("apns-topic")
+        if not topic:
+            return reason(400, "MissingTopic")
+        if topic != self.args.topic:
+            return reason(400, "TopicDisallowed")
+        if h.get("apns-push-type", "alert") not in PUSH_TYPES:
+            return reason(400, "InvalidPushType")
+        if h.get("apns-priority", "10") not in ("10", "5", "1"):
+            return reason(400, "BadPriority")
+        if not re.match(r"^\d+$", h.get("apns-expiration", "0")):
+            return reason(400, "BadExpirationDate")
+        if len(h.get("apns-collapse-id", "").encode()) > 64:
+            return reason(400, "BadCollapseId")
+        apns_id = h.get("apns-id") or str(uuid.uuid4())
+        if not UUID_RE.match(apns_id):
+            return reason(400, "BadMessageId")
+        if not req.body:
+            return reason(400, "PayloadEmpty")
+        if len(req.body) > 4096:
+            return reason(413, "PayloadTooLarge")
+        scenario = await self.scenario(token)
+        if scenario is not None:
+            return scenario
+        self.log.write({"kind": "push", "conn": req.conn_id, "apns_id": apns_id, "token": token, "topic": topic,
+                        "priority": h.get("apns-priority"), "expiration": h.get("apns-expiration"),
+                        "collapse_id": h.get("apns-collapse-id"), "push_type": h.get("apns-push-type"),
+                        "iat": iat, "jwt_sig": sig, "payload": req.body.decode("utf-8", "replace")})
+        return Response(200, b"", [("apns-id", apns_id)])
+
+    async def scenario(self, token):
+        """Answer for a scenario token prefix, or None for a normal 200."""
+        if token.startswith("unregistered"):
+            return reason(410, "Unregistered", timestamp=1700000000000)
+        if token.startswith("baddevice"):
+            return reason(400, "BadDeviceToken")
+        if token.startswith("notfortopic"):
+            return reason(400, "DeviceTokenNotForTopic")
+        if token.startswith("toomany"):
+            return reason(429, "TooManyRequests", [("retry-after", "7")])
+        if token.startswith("fail500"):
+            return reason(500, "InternalServerError")
+        if token.startswith("unavailable"):
+            return reason(503, "ServiceUnavailable")
+        if token.startswith("hang"):
+            await asyncio.Event().wait()  # never answers
+        if token.startswith("garbage"):
+            return Response(500, b"<html><body><h1>500 Internal Server Error</h1></body></html>",
+                            [("content-type", "text/html")])
+        if token.startswith("truncated"):
+            return Response(400, b'{"reason":"BadDevi', [("content-type", "application/json")])
+        if token.startswith("empty"):
+            return Response(503, b"")
+        if token.startswith("reset"):
+            return "reset"
+        if token.startswith("goaway"):
+            return "goaway"
+        if token.startswith("drop"):
+            return "drop"
+        if token.startswith("huge"):
+            return Response(500, b"x" * (200 * 1024), [("content-type", "text/plain")])
+        return None
+
+
+def main():
+    p = h2server.common_arguments("Fake APNs (HTTP/2 + TLS, token auth)")
+    p.add_argument("--public-key", required=True, help="P-256 public key PEM matching the client's .p8")
+    p.add_argument("--team-id", required=True)
+    p.add_argument("--key-id", required=True)
+    p.add_argument("--topic", required=True, help="the only topic this key may push to")
+    p.add_argument("--max-token-age", type=int, default=3600, help="seconds before ExpiredProviderToken")
+    args = p.parse_args()
+    log = h2server.JsonlLog(args.log)
+    fake = FakeAPNs(args, log)
+    h2server.serve(args, fake.handle, log)
+
+
+if __name__ == "__main__":
+    main()
