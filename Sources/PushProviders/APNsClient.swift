@@ -115,7 +115,7 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
             ("authorization", "bearer \(token)"),
             ("apns-topic", configuration.topic),
             ("apns-push-type", configuration.pushType),
-            ("apns-priority", String(request.priority.rawValue)),
+            ("apns-priority", String(request.priority.apnsPriority)),
             ("apns-expiration", String(max(0, request.expirationUnixSeconds))),
             ("apns-id", request.apnsId),
             ("content-type", "application/json"),

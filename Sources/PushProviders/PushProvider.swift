@@ -1,20 +1,7 @@
 import PushCore
 
-/// The APNs environment a device token belongs to (PROTOCOLS.md A.1): a token only works against its own host.
-public enum APNsEnvironment: String, Sendable, CaseIterable {
-    /// `api.push.apple.com` (App Store, TestFlight, ad hoc builds).
-    case production
-    /// `api.sandbox.push.apple.com` (builds run from Xcode).
-    case sandbox
-}
-
-/// Delivery priority (SPEC R-SEND-10): `high` = `apns-priority: 10` / FCM `HIGH`, `normal` = 5 / `NORMAL`.
-public enum ProviderPriority: Int, Sendable {
-    /// Deliver now (apns-priority 10).
-    case high = 10
-    /// Deliver when power conditions allow (apns-priority 5).
-    case normal = 5
-}
+// `APNsEnvironment` (which host a token belongs to, PROTOCOLS A.1) and `Priority` (R-SEND-10)
+// are PushCore's types.
 
 /// One push to send, already planned and sealed by the worker. Payload bytes are final: the
 /// provider client sends them unchanged.
@@ -28,7 +15,7 @@ public struct ProviderRequest: Sendable, Equatable {
     /// Request body: the APNs JSON payload, or the full FCM v1 body `{"message":{...}}` built by PushCore.
     public var payload: [UInt8]
     /// APNs `apns-priority` (FCM carries its priority inside `payload`).
-    public var priority: ProviderPriority
+    public var priority: Priority
     /// APNs `apns-expiration`: UNIX seconds after which the provider may drop it; 0 = now or never.
     public var expirationUnixSeconds: Int64
     /// APNs `apns-collapse-id` (≤ 64 bytes, R-SEND-13); nil = header omitted.
@@ -41,7 +28,7 @@ public struct ProviderRequest: Sendable, Equatable {
 
     /// Memberwise initializer.
     public init(deliveryId: Int64, deviceToken: String, apnsEnvironment: APNsEnvironment = .production,
-                payload: [UInt8], priority: ProviderPriority = .high, expirationUnixSeconds: Int64 = 0,
+                payload: [UInt8], priority: Priority = .high, expirationUnixSeconds: Int64 = 0,
                 collapseId: String? = nil, apnsId: String, ttlSeconds: Int64 = 0) {
         self.deliveryId = deliveryId
         self.deviceToken = deviceToken
