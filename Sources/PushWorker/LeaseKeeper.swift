@@ -1,0 +1,66 @@
+import Foundation
+import PushStore
+
+/// Extends the leases of the jobs this worker holds, from its own thread and connection, every
+/// `leaseSeconds / 3` (a live worker's lease never lapses; a dead one's does, and another worker
+/// claims the job again). A job whose heartbeat finds it gone is reported lost: its outcome will be
+/// refused by the lease-guarded record (LEASE_LOST), never written over the new owner's work.
+public final class LeaseKeeper: @unchecked Sendable {
+    private let lock = NSLock()
+    private var held: [Int64: UUID] = [:]
+    private var lost: Set<Int64> = []
+    private let leaseSeconds: Double
+    private let connect: () throws -> PGConnection
+    private var thread: Thread?
+    private var stopped = false
+    private let log: Log
+
+    /// - Parameter connect: opens the keeper's own connection (reopened after a failure).
+    public init(leaseSeconds: Double, log: Log = .shared, connect: @escaping () throws -> PGConnection) {
+        self.leaseSeconds = leaseSeconds
+        self.connect = connect
+        self.log = log
+    }
+
+    /// Starts the heartbeat thread.
+    public func start() {
+        let t = Thread { [weak self] in self?.loop() }
+        t.name = "pushfleet-lease-keeper"
+        thread = t
+        t.start()
+    }
+
+    /// Stops the heartbeat thread (it ends within one interval).
+    public func stop() { lock.withLock { stopped = true } }
+
+    /// Adds a claimed job.
+    public func hold(_ id: Int64, token: UUID) { lock.withLock { held[id] = token } }
+
+    /// Removes a job once recorded, failed or released.
+    public func release(_ id: Int64) { lock.withLock { held[id] = nil; lost.remove(id) } }
+
+    /// True when a heartbeat found the job no longer held by this lease.
+    public func isLost(_ id: Int64) -> Bool { lock.withLock { lost.contains(id) } }
+
+    private func loop() {
+        var conn: PGConnection?
+        let interval = max(0.05, leaseSeconds / 3)
+        while !lock.withLock({ stopped }) {
+            Thread.sleep(forTimeInterval: interval)
+            let jobs = lock.withLock { held.map { (id: $0.key, leaseToken: $0.value) } }
+            if jobs.isEmpty { continue }
+            do {
+                if conn == nil { conn = try connect() }
+                let kept = try QueueStore(connection: conn!).jobHeartbeat(jobs, leaseSeconds: leaseSeconds)
+                let gone = jobs.map(\.id).filter { !kept.contains($0) }
+                if !gone.isEmpty {
+                    lock.withLock { for id in gone where held[id] != nil { lost.insert(id) } }
+                    log.warn("lease.lost", ["jobs": gone.count])
+                }
+            } catch {
+                log.warn("lease.heartbeat_failed", ["error": String(describing: error).prefix(200)])
+                conn = nil
+            }
+        }
+    }
+}

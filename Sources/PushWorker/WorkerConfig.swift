@@ -1,0 +1,50 @@
+import Foundation
+import PushCore
+
+/// A worker's settings, with defaults suited to one process on a small machine.
+public struct WorkerConfig: Sendable {
+    /// This worker's name in leases (`host:pid` by default).
+    public var owner: String
+    /// Jobs claimed per round trip (default 4).
+    public var claimLimit: Int
+    /// Devices per batch job (default 500): audiences larger than this are split (fan-out).
+    public var batchSize: Int
+    /// Lease length, seconds (default 30); heartbeats every third of it.
+    public var leaseSeconds: Double
+    /// Longest idle sleep between claims, seconds (default 1): NOTIFY wakes the worker sooner;
+    /// a scheduled job wakes it at its run time.
+    public var pollInterval: Double
+    /// How often expired leases are rescued, seconds (default 5).
+    public var rescueInterval: Double
+    /// How often queue gauges are refreshed, seconds (default 5).
+    public var statsInterval: Double
+    /// Per-delivery retry policy (R-SEND-12).
+    public var retryPolicy: RetryPolicy
+    /// After SIGTERM: how long in-flight work may take before the worker exits (default 25 s).
+    public var drainSeconds: Double
+    /// Statement timeout for every query, milliseconds (default 15,000), and lock timeout (5,000).
+    public var statementTimeoutMillis: Int
+    public var lockTimeoutMillis: Int
+
+    public init(owner: String = WorkerConfig.defaultOwner(), claimLimit: Int = 4, batchSize: Int = 500,
+                leaseSeconds: Double = 30, pollInterval: Double = 1, rescueInterval: Double = 5,
+                statsInterval: Double = 5, retryPolicy: RetryPolicy = .default, drainSeconds: Double = 25,
+                statementTimeoutMillis: Int = 15_000, lockTimeoutMillis: Int = 5_000) {
+        self.owner = owner
+        self.claimLimit = max(1, claimLimit)
+        self.batchSize = max(1, batchSize)
+        self.leaseSeconds = max(0.3, leaseSeconds)
+        self.pollInterval = max(0.01, pollInterval)
+        self.rescueInterval = max(0.1, rescueInterval)
+        self.statsInterval = statsInterval
+        self.retryPolicy = retryPolicy
+        self.drainSeconds = drainSeconds
+        self.statementTimeoutMillis = statementTimeoutMillis
+        self.lockTimeoutMillis = lockTimeoutMillis
+    }
+
+    /// `hostname:pid`.
+    public static func defaultOwner() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+    }
+}
