@@ -3,8 +3,8 @@ import Glibc
 
 /// One PostgreSQL session (owns a `PGconn*`, closed in `deinit`).
 ///
-/// Every statement goes through `PQexecParams` / `PQexecPrepared` with text-format parameters:
-/// values are never spliced into SQL. Calls block the calling thread until the server answers
+/// Every statement with parameters goes through `PQexecParams` / `PQexecPrepared` in text
+/// format: values are never spliced into SQL (`execScript`, for migrations, takes none). Calls block the calling thread until the server answers
 /// (bound them with `setStatementTimeout`); run them on a dedicated thread, not on Swift's
 /// cooperative pool.
 ///
@@ -78,10 +78,10 @@ public final class PGConnection {
 
     /// Runs a named prepared statement, preparing it on first use on this session.
     ///
-    /// Parameter types are fixed when the statement is prepared, from the first call's values
-    /// (NULL leaves a type to the server): cast in the SQL (`$1::bigint[]`) any parameter that
-    /// may be NULL on that first call. Prepared statements are dropped by `reset()` and prepared
-    /// again on next use.
+    /// Parameter types are fixed when the statement is prepared: scalars are inferred by the
+    /// server from the SQL; an array takes its type from the first call's value, so cast arrays
+    /// that may be NULL on that call (`$1::bigint[]`). Prepared statements are dropped by
+    /// `reset()` and prepared again on next use.
     /// - Throws: as `exec`; `DB_USAGE` when `name` was already prepared with a different `sql`.
     @discardableResult
     public func execPrepared(name: String, sql: String, params: [PGValue?] = []) throws -> PGResult {
