@@ -85,7 +85,7 @@ public final class DeviceRegistry {
     }
 
     /// Maps `CODE: message` errors raised by the SQL functions to `PushError`.
-    static func domainError(_ e: PGError) -> PushError? {
+    public static func domainError(_ e: PGError) -> PushError? {
         guard e.sqlState == "P0001", let colon = e.message.firstIndex(of: ":") else { return nil }
         let word = String(e.message[..<colon]).trimmingCharacters(in: .whitespaces)
         let rest = String(e.message[e.message.index(after: colon)...]).trimmingCharacters(in: .whitespaces)

@@ -1,1 +1,70 @@
-print("pushfleet")
+import Foundation
+import PushCore
+import PushCrypto
+import PushStore
+import PushWorker
+
+// pushfleet command line. Exit codes: 0 ok, 1 refused / failed (stable code on stderr), 64 usage.
+
+setvbuf(stdout, nil, _IOLBF, 0)
+let argv = Array(CommandLine.arguments.dropFirst())
+
+func fail(_ code: String, _ message: String, exit status: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("error: \(code): \(message)\n".utf8))
+    exit(status)
+}
+
+do {
+    let args = try Arguments(argv)
+    let out = Output(json: args.flag("json"))
+    let words = args.positional
+    guard let command = words.first else {
+        print(Help.main)
+        exit(args.flag("help") || args.flag("h") ? 0 : 64)
+    }
+    let sub = words.count > 1 ? words[1] : nil
+    switch command {
+    case "help", "--help":
+        print(Help.main)
+    case "migrate":
+        if args.flag("help") { print("Usage: pushfleet migrate [--sql-dir DIR]"); break }
+        try Commands.migrate(args, out)
+    case "worker":
+        if args.flag("help") { print(Help.worker); break }
+        try Commands.worker(args, out)
+    case "apps":
+        if args.flag("help") || sub == nil { print(Help.apps); break }
+        try Commands.apps(sub!, args, out)
+    case "devices":
+        if args.flag("help") || sub == nil { print(Help.devices); break }
+        try Commands.devices(sub!, args, out)
+    case "send":
+        if args.flag("help") { print(Help.send); break }
+        try Commands.send(args, out)
+    case "notifications":
+        if args.flag("help") || sub == nil { print(Help.notifications); break }
+        try Commands.notifications(sub!, args, out)
+    case "stats":
+        if args.flag("help") { print("Usage: pushfleet stats [--watch] [--interval S]"); break }
+        try Commands.stats(args, out)
+    case "jobs":
+        if args.flag("help") || sub == nil { print(Help.jobs); break }
+        try Commands.jobs(sub!, args, out)
+    case "keys", "envelope":
+        if args.flag("help") || sub == nil { print(Help.keys); break }
+        try Commands.tooling(command, sub!, args, out)
+    default:
+        fail("USAGE", "unknown command \(command.prefix(40)); see pushfleet --help", exit: 64)
+    }
+} catch let e as CLIError {
+    fail(e.code, e.message, exit: e.exitCode)
+} catch let e as PushError {
+    fail(e.code.rawValue, e.message)
+} catch let e as PGError {
+    if let domain = Commands.domainError(e) { fail(domain.code.rawValue, domain.message) }
+    fail(e.code.rawValue, e.message)
+} catch let e as CryptoError {
+    fail(e.code.rawValue, e.message)
+} catch {
+    fail("ERROR", String(describing: error))
+}

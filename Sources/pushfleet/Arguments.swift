@@ -1,0 +1,100 @@
+import Foundation
+
+/// A parsed command line: positional words and `--name value` / `--flag` options.
+/// Options may repeat (`--user a --user b`); `--name=value` is accepted too.
+struct Arguments {
+    var positional: [String] = []
+    var options: [String: [String]] = [:]
+    var flags: Set<String> = []
+
+    /// Options that take no value.
+    static let flagNames: Set<String> = ["json", "help", "watch", "remove-key", "once", "allow-loopback-endpoints", "h"]
+
+    init(_ args: [String]) throws {
+        var i = 0
+        while i < args.count {
+            let a = args[i]
+            if a.hasPrefix("--") || (a.hasPrefix("-") && a.count == 2) {
+                var name = String(a.drop(while: { $0 == "-" }))
+                var value: String? = nil
+                if let eq = name.firstIndex(of: "=") {
+                    value = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+                if value == nil && Self.flagNames.contains(name) {
+                    flags.insert(name)
+                } else {
+                    if value == nil {
+                        guard i + 1 < args.count else { throw CLIError.usage("--\(name) needs a value") }
+                        i += 1
+                        value = args[i]
+                    }
+                    options[name, default: []].append(value!)
+                }
+            } else {
+                positional.append(a)
+            }
+            i += 1
+        }
+    }
+
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+    func value(_ name: String) -> String? { options[name]?.last }
+    func values(_ name: String) -> [String] { options[name] ?? [] }
+
+    func required(_ name: String) throws -> String {
+        guard let v = value(name) else { throw CLIError.usage("--\(name) is required") }
+        return v
+    }
+
+    func int(_ name: String) throws -> Int? {
+        guard let v = value(name) else { return nil }
+        guard let n = Int(v) else { throw CLIError.usage("--\(name) must be a whole number, got \(v.prefix(40))") }
+        return n
+    }
+
+    func bool(_ name: String) throws -> Bool? {
+        guard let v = value(name) else { return nil }
+        switch v.lowercased() {
+        case "true", "on", "yes", "1": return true
+        case "false", "off", "no", "0": return false
+        default: throw CLIError.usage("--\(name) must be true or false")
+        }
+    }
+
+    func uuid(_ name: String) throws -> UUID? {
+        guard let v = value(name) else { return nil }
+        guard let u = UUID(uuidString: v) else { throw CLIError.usage("--\(name) must be a UUID") }
+        return u
+    }
+
+    /// Parses RFC 3339 / ISO 8601 instants (`2026-11-29T12:00:00Z`, with fractional seconds or an
+    /// offset) and relative forms `+30s`, `+5m`, `+2h`. Throws a usage error otherwise.
+    func date(_ name: String, now: Date = Date()) throws -> Date? {
+        guard let v = value(name) else { return nil }
+        if v.hasPrefix("+"), let unit = v.last, let n = Double(v.dropFirst().dropLast()), n >= 0 {
+            switch unit {
+            case "s": return now.addingTimeInterval(n)
+            case "m": return now.addingTimeInterval(n * 60)
+            case "h": return now.addingTimeInterval(n * 3600)
+            default: break
+            }
+        }
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let d = f.date(from: v) { return d }
+        f.formatOptions = [.withInternetDateTime]
+        if let d = f.date(from: v) { return d }
+        throw CLIError.usage("--\(name): unparseable time \"\(v.prefix(40))\" (use RFC 3339, e.g. 2026-11-29T12:00:00Z, or +30s)")
+    }
+}
+
+/// A command-line failure with a stable code and an exit status.
+struct CLIError: Error, CustomStringConvertible {
+    var code: String
+    var message: String
+    var exitCode: Int32
+
+    static func usage(_ m: String) -> CLIError { CLIError(code: "USAGE", message: m, exitCode: 64) }
+    var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,304 @@
+import Foundation
+import PushCore
+import PushCrypto
+import PushStore
+import PushWorker
+
+/// The commands behind `main.swift`; each opens its own connection from DATABASE_URL.
+enum Commands {
+    static func databaseURL() throws -> String {
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            throw CLIError(code: "DB_CONFIG", message: "set DATABASE_URL (a libpq URI or conninfo string)", exitCode: 64)
+        }
+        return url
+    }
+
+    static func connect() throws -> PGConnection { try PGConnection.connect(try databaseURL()) }
+
+    static func domainError(_ e: PGError) -> PushError? { DeviceRegistry.domainError(e) }
+
+    // MARK: - migrate
+
+    static func migrate(_ args: Arguments, _ out: Output) throws {
+        var env = ProcessInfo.processInfo.environment
+        if let dir = args.value("sql-dir") { env["PUSHFLEET_SQL_DIR"] = dir }
+        let dir = try MigrationDirectory.require(environment: env)
+        let conn = try connect()
+        let report = try Migrator(connection: conn, migrations: try Migrator.loadMigrations(directory: dir)).migrate()
+        if report.databaseIsAhead {
+            FileHandle.standardError.write(Data("warning: the database schema (version \(report.databaseVersion)) is newer than this release knows (\(report.latestKnownVersion)); nothing applied\n".utf8))
+        }
+        out.emit(KV(fields: ["applied": report.applied.map(String.init).joined(separator: ","),
+                             "version": String(report.databaseVersion)])) {
+            report.applied.isEmpty ? "schema up to date (version \(report.databaseVersion))"
+                : "applied migrations \(report.applied.map(String.init).joined(separator: ", ")); schema version \(report.databaseVersion)"
+        }
+    }
+
+    // MARK: - worker
+
+    static func worker(_ args: Arguments, _ out: Output) throws {
+        let env = ProcessInfo.processInfo.environment
+        var config = WorkerConfig()
+        if let n = try args.int("claim-limit") ?? env["PUSHFLEET_CONCURRENCY"].flatMap(Int.init) { config.claimLimit = max(1, n) }
+        if let n = try args.int("batch-size") { config.batchSize = max(1, n) }
+        if let s = args.value("lease-seconds").flatMap(Double.init) { config.leaseSeconds = max(0.3, s) }
+        if let s = args.value("poll-interval").flatMap(Double.init) { config.pollInterval = max(0.01, s) }
+        if let s = env["PUSHFLEET_DRAIN_SECONDS"].flatMap(Double.init) { config.drainSeconds = s }
+        let url = try databaseURL()
+        let drainSeconds = config.drainSeconds
+        let worker = try Worker(config: config, databaseURL: url, router: SimulatorOnlyRouter())
+
+        // Graceful shutdown: SIGTERM / SIGINT stop claiming; in-flight work finishes within the
+        // drain deadline, then the process exits 0 (a second signal exits at once).
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        var sources: [DispatchSourceSignal] = []
+        let signalQueue = DispatchQueue(label: "pushfleet.signals")
+        for sig in [SIGTERM, SIGINT] {
+            let s = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+            s.setEventHandler {
+                if worker.isStopping { exit(1) }
+                Log.shared.info("worker.signal", ["signal": Int(sig), "drain_seconds": drainSeconds])
+                worker.requestStop()
+                signalQueue.asyncAfter(deadline: .now() + drainSeconds) {
+                    Log.shared.error("worker.drain_deadline", ["drain_seconds": drainSeconds])
+                    exit(0)
+                }
+            }
+            s.resume()
+            sources.append(s)
+        }
+        if args.flag("until-drained") {
+            Thread.detachNewThread {
+                var idle = 0
+                var conn: PGConnection?
+                while !worker.isStopping {
+                    Thread.sleep(forTimeInterval: 0.3)
+                    do {
+                        if conn == nil { conn = try PGConnection.connect(url) }
+                        let s = try QueueStore(connection: conn!).queueStats()
+                        idle = (s.available == 0 && s.running == 0) ? idle + 1 : 0
+                        if idle >= 2 { worker.requestStop() }
+                    } catch { conn = nil }
+                }
+            }
+        }
+        worker.run()
+        withExtendedLifetime(sources) {}
+    }
+
+    // MARK: - apps
+
+    static func apps(_ sub: String, _ args: Arguments, _ out: Output) throws {
+        let store = AppStore(connection: try connect())
+        let app: PushApp?
+        switch sub {
+        case "create":
+            app = try store.appCreate(name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
+                                      placeholderTitle: args.value("placeholder-title"),
+                                      placeholderBody: args.value("placeholder-body"))
+        case "update":
+            let id = try appID(args, position: 2)
+            app = try store.appUpdate(id: id, requireEncryption: try args.bool("require-encryption"),
+                                      placeholderTitle: args.value("placeholder-title"),
+                                      placeholderBody: args.value("placeholder-body"), name: args.value("name"))
+        case "show":
+            app = try store.appGet(id: try appID(args, position: 2))
+        case "delete":
+            let id = try appID(args, position: 2)
+            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(id)") }
+            app = try store.appGet(id: id)
+        default:
+            throw CLIError.usage("apps \(sub.prefix(20)): unknown; see pushfleet apps --help")
+        }
+        guard let app else { throw PushError(.notFound, "no such push app") }
+        out.emit(app) {
+            "app \(app.id.uuidString.lowercased())  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.deleted ? "  (deleted)" : "")"
+        }
+    }
+
+    static func appID(_ args: Arguments, position: Int) throws -> UUID {
+        let text = args.positional.count > position ? args.positional[position] : args.value("app")
+        guard let text, let id = UUID(uuidString: text) else { throw CLIError.usage("give the app id (a UUID)") }
+        return id
+    }
+
+    // MARK: - devices
+
+    static func devices(_ sub: String, _ args: Arguments, _ out: Output) throws {
+        let registry = DeviceRegistry(connection: try connect())
+        guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
+        let modeText = try args.required("mode")
+        guard let mode = Mode(rawValue: modeText) else { throw PushError(.validationError, "mode: must be test or live") }
+        switch sub {
+        case "register":
+            let key: String?? = args.flag("remove-key") ? .some(nil)
+                : args.value("encryption-public-key").map { .some($0) } ?? .none
+            let reg = try DeviceRegistration.validate(
+                mode: modeText, platform: try args.required("platform"), token: args.value("token"),
+                userID: try args.required("user"), apnsEnvironment: args.value("apns-environment"),
+                encryptionPublicKey: key, subscriptionEndpoint: args.value("endpoint"),
+                subscriptionP256dh: args.value("p256dh"), subscriptionAuth: args.value("auth"),
+                allowLoopbackEndpoints: args.flag("allow-loopback-endpoints"))
+            let r = try registry.register(appID: app, reg)
+            out.emit(r) {
+                "device \(r.deviceID.uuidString.lowercased())\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
+            }
+        case "delete":
+            guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
+                throw CLIError.usage("give the device id")
+            }
+            guard try registry.delete(appID: app, mode: mode, deviceID: id) else {
+                throw PushError(.notFound, "no active device \(id) in this app and mode")
+            }
+            out.emit(KV(fields: ["deleted": id.uuidString.lowercased()])) { "device \(id.uuidString.lowercased()) deactivated" }
+        case "list":
+            let list = try registry.list(appID: app, mode: mode, userID: args.value("user"), active: try args.bool("active"))
+            out.emit(list) {
+                list.map { d in
+                    "\(d.id.uuidString.lowercased())  \(d.platform)  user=\(d.userID)  kid=\(d.encryptionKeyID ?? "-")  \(d.active ? "active" : "inactive(\(d.deactivationReason ?? "?"))")"
+                }.joined(separator: "\n")
+            }
+        default:
+            throw CLIError.usage("devices \(sub.prefix(20)): unknown; see pushfleet devices --help")
+        }
+    }
+
+    // MARK: - send
+
+    static func send(_ args: Arguments, _ out: Output) throws {
+        guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
+        var q = EnqueueRequest(appID: app, mode: try args.required("mode"), userIDs: args.values("user"))
+        guard Mode(rawValue: q.mode) != nil else { throw PushError(.validationError, "mode: must be test or live") }
+        guard !q.userIDs.isEmpty else { throw CLIError.usage("--user is required (repeat it for several users)") }
+        let devices = try args.values("device").map { text -> UUID in
+            guard let u = UUID(uuidString: text) else { throw CLIError.usage("--device must be a UUID") }
+            return u
+        }
+        q.deviceIDs = devices.isEmpty ? nil : devices
+        q.title = args.value("title")
+        q.body = args.value("body")
+        q.data = args.value("data")
+        q.badge = try args.int("badge")
+        q.sound = args.value("sound")
+        q.threadID = args.value("thread-id")
+        q.collapseKey = args.value("collapse-key")
+        q.priority = args.value("priority")
+        q.sendAt = try args.date("send-at")
+        q.ttlSeconds = try args.int("ttl")
+        q.idempotencyKey = args.value("idempotency-key")
+        q.smsPhone = args.value("sms-phone")
+        q.smsText = args.value("sms-text")
+        if let p = q.priority, Priority(rawValue: p) == nil {
+            throw PushError(.validationError, "priority: must be high or normal")
+        }
+
+        let conn = try connect()
+        // The exact 4096-byte rule (R-SEND-7), against the largest payload among the targeted devices.
+        let content = NotificationContent(title: q.title, body: q.body, data: try q.data.map(JSONParser.parseDataObject),
+                                          badge: q.badge, sound: q.sound, threadId: q.threadID,
+                                          collapseKey: q.collapseKey, priority: Priority(rawValue: q.priority ?? "high") ?? .high)
+        try content.validate()
+        guard let appRow = try AppStore(connection: conn).appGet(id: app), !appRow.deleted else {
+            throw PushError(.notFound, "no push app \(app)")
+        }
+        let store = NotificationStore(connection: conn)
+        let audience = try store.audiencePreview(q)
+        let planner = DeliveryPlanner(content: content,
+                                      placeholders: AppPlaceholders(title: appRow.placeholderTitle, body: appRow.placeholderBody),
+                                      requireEncryption: appRow.requireEncryption, mode: Mode(rawValue: q.mode) ?? .test)
+        let snapshots = audience.map {
+            DeviceSnapshot(platform: $0.platform, token: $0.address,
+                           apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
+                           publicKey: $0.publicKey, kid: $0.kid)
+        }
+        if let worst = planner.acceptanceSizeCheck(devices: snapshots), let error = worst.error { throw error }
+        let (id, created) = try store.enqueue(q)
+        out.emit(KV(fields: ["notification_id": id.uuidString.lowercased(), "created": String(created)])) {
+            created ? id.uuidString.lowercased() : "\(id.uuidString.lowercased()) (idempotency key seen before: the first notification)"
+        }
+    }
+
+    // MARK: - notifications
+
+    static func notifications(_ sub: String, _ args: Arguments, _ out: Output) throws {
+        guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
+            throw CLIError.usage("give the notification id")
+        }
+        let store = NotificationStore(connection: try connect())
+        switch sub {
+        case "show":
+            guard let r = try store.report(id: id) else { throw PushError(.notFound, "no notification \(id)") }
+            out.emit(r) { Report.text(r) }
+        case "cancel":
+            guard try store.cancel(id: id) else {
+                throw PushError(.validationError, "notification \(id) cannot be cancelled: its send time has come or it is final")
+            }
+            out.emit(KV(fields: ["cancelled": id.uuidString.lowercased()])) { "cancelled \(id.uuidString.lowercased()) (refunded)" }
+        default:
+            throw CLIError.usage("notifications \(sub.prefix(20)): unknown")
+        }
+    }
+
+    // MARK: - stats and jobs
+
+    static func stats(_ args: Arguments, _ out: Output) throws {
+        let store = QueueStore(connection: try connect())
+        let interval = args.value("interval").flatMap(Double.init) ?? 1
+        repeat {
+            let s = try store.queueStats()
+            out.emit(s) {
+                (args.flag("watch") ? "\u{1B}[2J\u{1B}[H" + iso(Date()) + "\n" : "")
+                    + "available \(s.available)  due \(s.due)  running \(s.running)  completed \(s.completed)  discarded \(s.discarded)  cancelled \(s.cancelled)  oldest_due_age \(String(format: "%.3f", s.oldestDueAgeSeconds))s"
+            }
+            if args.flag("watch") { Thread.sleep(forTimeInterval: interval) }
+        } while args.flag("watch")
+    }
+
+    static func jobs(_ sub: String, _ args: Arguments, _ out: Output) throws {
+        let store = QueueStore(connection: try connect())
+        switch sub {
+        case "list":
+            let list = try store.jobList(state: try args.required("state"), limit: try args.int("limit") ?? 100)
+            out.emit(list) {
+                list.map { "\($0.id)  \($0.kind)  notification=\($0.notificationID.uuidString.lowercased())  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")" }
+                    .joined(separator: "\n")
+            }
+        case "retry":
+            guard args.positional.count > 2, let id = Int64(args.positional[2]) else { throw CLIError.usage("give the job id") }
+            guard try store.jobRetry(id: id) else { throw PushError(.notFound, "no discarded job \(id)") }
+            out.emit(KV(fields: ["retried": String(id)])) { "job \(id) is available again" }
+        default:
+            throw CLIError.usage("jobs \(sub.prefix(20)): unknown")
+        }
+    }
+
+    // MARK: - test tooling
+
+    static func tooling(_ command: String, _ sub: String, _ args: Arguments, _ out: Output) throws {
+        switch (command, sub) {
+        case ("keys", "generate"):
+            let key = try P256PrivateKey.generate()
+            let fields = ["private_key": Base64URL.encode(key.rawScalar), "public_key": key.publicKey.base64URL,
+                          "kid": key.publicKey.kid]
+            out.emit(KV(fields: fields)) { fields.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n") }
+        case ("envelope", "open"):
+            guard let scalar = Base64URL.decode(try args.required("private-key")) else {
+                throw PushError(.validationError, "private-key: not base64url")
+            }
+            let envelope = try JSONParser.parse(try args.required("envelope"))
+            guard case .object(let o) = envelope,
+                  case .string(let enc)? = o["enc"],
+                  case .string(let ct)? = o["ct"],
+                  let encBytes = Base64URL.decode(enc), let ctBytes = Base64URL.decode(ct) else {
+                throw PushError(.validationError, "envelope: expected {\"v\":2,\"kid\",\"enc\",\"ct\"}")
+            }
+            let plaintext = try EnvelopeSealer().open(enc: encBytes, ct: ctBytes, with: try P256PrivateKey(rawScalar: scalar))
+            let text = String(decoding: plaintext, as: UTF8.self)
+            out.emit(KV(fields: ["plaintext": text])) { text }
+        default:
+            throw CLIError.usage("\(command) \(sub.prefix(20)): unknown; see pushfleet keys --help")
+        }
+    }
+}

@@ -1,0 +1,68 @@
+/// `--help` texts, one per command.
+enum Help {
+    static let main = """
+    pushfleet: push-notification delivery workers (HPKE-sealed per device; APNs, FCM, Web Push).
+
+    Usage: pushfleet <command> [options]        (DATABASE_URL: a libpq URI or conninfo string)
+
+    Commands:
+      migrate                        apply sql/ migrations (idempotent, safe from several replicas at once)
+      worker                         run a worker until SIGTERM/SIGINT (graceful drain)
+      apps create|update|show|delete push apps: require_encryption, placeholders
+      devices register|delete|list   the device registry (R-DEV-1..8)
+      send                           accept a notification (exact 4096-byte check, then push_enqueue)
+      notifications show|cancel ID   a notification, its deliveries and ledger; cancel a scheduled one
+      stats [--watch]                queue depth by state, due now, age of the oldest due job
+      jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
+      keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
+      envelope open                  open an envelope with a device private key (test tooling)
+
+    Every command takes --json (machine output) and --help.
+    """
+
+    static let worker = """
+    Usage: pushfleet worker [--claim-limit N] [--batch-size N] [--lease-seconds S] [--poll-interval S]
+                            [--until-drained] [--metrics-addr HOST:PORT]
+      --until-drained   exit 0 once no job is available or running (scheduled ones are waited for)
+      Environment: PUSHFLEET_DRAIN_SECONDS (default 25), PUSHFLEET_LOG_LEVEL, PUSHFLEET_METRICS_ADDR
+    """
+
+    static let apps = """
+    Usage: pushfleet apps create --name NAME [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
+           pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
+           pushfleet apps show ID | pushfleet apps delete ID
+    """
+
+    static let devices = """
+    Usage: pushfleet devices register --app ID --mode test|live --platform ios|android|web --user USER
+                                      [--token TOKEN] [--apns-environment sandbox|production]
+                                      [--encryption-public-key B64URL | --remove-key]
+                                      [--endpoint URL --p256dh B64URL --auth B64URL]
+           pushfleet devices delete --app ID --mode test|live DEVICE_ID
+           pushfleet devices list --app ID --mode test|live [--user USER] [--active true|false]
+      A re-registration without --encryption-public-key keeps the stored key; --remove-key removes it (R-DEV-4).
+    """
+
+    static let send = """
+    Usage: pushfleet send --app ID --mode test|live --user USER [--user USER ...] [--device ID ...]
+                          [--title T] [--body B] [--data JSON_OBJECT] [--badge N] [--sound S] [--thread-id T]
+                          [--collapse-key K] [--priority high|normal] [--send-at RFC3339|+30s] [--ttl SECONDS]
+                          [--idempotency-key K] [--sms-phone P --sms-text T]
+      Refuses content whose payload would exceed 4096 bytes for a targeted device (R-SEND-7), saying how
+      many bytes to cut; prints the notification id.
+    """
+
+    static let notifications = """
+    Usage: pushfleet notifications show ID | pushfleet notifications cancel ID
+    """
+
+    static let jobs = """
+    Usage: pushfleet jobs list --state available|running|completed|discarded|cancelled [--limit N]
+           pushfleet jobs retry ID
+    """
+
+    static let keys = """
+    Usage: pushfleet keys generate
+           pushfleet envelope open --private-key B64URL --envelope JSON
+    """
+}
