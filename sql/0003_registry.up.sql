@@ -96,7 +96,7 @@ BEGIN
         SELECT d.id FROM push_devices d
          WHERE d.app_id = p_app_id AND d.mode = p_mode AND d.user_id = p_user_id AND d.active
          ORDER BY d.last_registered_at DESC, d.id DESC
-        OFFSET p_user_limit
+        OFFSET coalesce(p_user_limit, 20)
     ), off AS (
         UPDATE push_devices d SET active = false, deactivated_at = v_now, deactivation_reason = 'DEVICE_LIMIT'
           FROM extra WHERE d.id = extra.id

@@ -9,13 +9,30 @@ struct Output {
             let e = JSONEncoder()
             e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             e.dateEncodingStrategy = .iso8601
+            e.keyEncodingStrategy = .convertToSnakeCase
             if let data = try? e.encode(value) {
-                FileHandle.standardOutput.write(data)
+                // Foundation writes UUIDs upper-case; the text output, PostgreSQL and APNs use lower-case.
+                let text = String(decoding: data, as: UTF8.self)
+                FileHandle.standardOutput.write(Data(Self.lowercasingUUIDs(text).utf8))
                 FileHandle.standardOutput.write(Data("\n".utf8))
             }
         } else {
             print(text())
         }
+    }
+}
+
+extension Output {
+    /// Lower-cases every canonical UUID in `text`.
+    static func lowercasingUUIDs(_ text: String) -> String {
+        guard let re = try? NSRegularExpression(pattern: "[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}") else {
+            return text
+        }
+        var out = text
+        for m in re.matches(in: text, range: NSRange(text.startIndex..., in: text)).reversed() {
+            if let r = Range(m.range, in: out) { out.replaceSubrange(r, with: out[r].lowercased()) }
+        }
+        return out
     }
 }
 
