@@ -39,6 +39,14 @@ struct Arguments {
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    /// Refuses options a command does not know (a misspelt `--titel` must not be ignored).
+    func allowOnly(_ allowed: Set<String>) throws {
+        let common: Set<String> = ["json", "help", "h"]
+        for name in Set(options.keys).union(flags) where !allowed.contains(name) && !common.contains(name) {
+            throw CLIError.usage("unknown option --\(name.prefix(40)) for this command (see --help)")
+        }
+    }
     func value(_ name: String) -> String? { options[name]?.last }
     func values(_ name: String) -> [String] { options[name] ?? [] }
 

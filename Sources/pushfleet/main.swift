@@ -23,6 +23,19 @@ do {
         exit(args.flag("help") || args.flag("h") ? 0 : 64)
     }
     let sub = words.count > 1 ? words[1] : nil
+    /// Options each command knows; anything else is a usage error.
+    let known: [String: Set<String>] = [
+        "migrate": ["sql-dir"],
+        "worker": ["claim-limit", "batch-size", "lease-seconds", "poll-interval", "until-drained", "metrics-addr"],
+        "apps": ["name", "require-encryption", "placeholder-title", "placeholder-body", "app"],
+        "devices": ["app", "mode", "platform", "token", "user", "apns-environment", "encryption-public-key", "remove-key", "endpoint", "p256dh", "auth", "allow-loopback-endpoints", "active"],
+        "send": ["app", "mode", "user", "device", "title", "body", "data", "badge", "sound", "thread-id", "collapse-key", "priority", "send-at", "ttl", "idempotency-key", "sms-phone", "sms-text"],
+        "notifications": [],
+        "stats": ["watch", "interval"],
+        "jobs": ["state", "limit"],
+        "keys": ["private-key", "envelope"], "envelope": ["private-key", "envelope"],
+    ]
+    if let allowed = known[command] { try args.allowOnly(allowed) }
     switch command {
     case "help", "--help":
         print(Help.main)
