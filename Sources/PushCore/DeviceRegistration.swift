@@ -24,20 +24,27 @@ public struct DeviceRegistration: Sendable {
 
     /// A validated Web Push subscription (RFC 8030 endpoint, RFC 8291 keys).
     public struct Subscription: Sendable, Equatable {
+        /// The push resource URL (https, public host), as given.
         public var endpoint: String
+        /// The browser's 65-byte uncompressed P-256 key, checked on the curve.
         public var p256dh: [UInt8]
+        /// The 16-byte authentication secret.
         public var auth: [UInt8]
     }
 
+    /// Test or live, from the API key used (R-MODE-1).
     public var mode: Mode
+    /// `ios`, `android` or `web` (R-DEV-1).
     public var platform: Platform
     /// Provider token (iOS, Android); nil for web.
     public var token: String?
     /// Web only.
     public var subscription: Subscription?
+    /// The owning user, 1 to 255 characters (R-DEV-1, R-DEV-2).
     public var userID: String
     /// iOS only, required there.
     public var apnsEnvironment: APNsEnvironment?
+    /// What to do with the stored encryption key (R-DEV-4).
     public var key: KeyChange
 
     /// Longest token (R-DEV-1), in characters.
@@ -60,8 +67,12 @@ public struct DeviceRegistration: Sendable {
         guard let platform = Platform(rawValue: platform) else {
             throw invalid("platform", "must be ios, android or web")
         }
-        guard !userID.isEmpty, userID.count <= maxUserIDLength else {
-            throw invalid("user_id", "must be 1 to \(maxUserIDLength) characters")
+        // Characters are counted as the database counts them (Unicode scalars, `char_length`), so
+        // a name of combining sequences cannot pass here and fail the table's CHECK; NUL cannot be
+        // stored in PostgreSQL text at all.
+        guard !userID.isEmpty, userID.unicodeScalars.count <= maxUserIDLength,
+              !userID.unicodeScalars.contains("\u{0}") else {
+            throw invalid("user_id", "must be 1 to \(maxUserIDLength) characters, without NUL")
         }
         var environment: APNsEnvironment? = nil
         if platform == .ios {

@@ -1,64 +1,58 @@
 import Foundation
 import PushCore
 
-/// What a registration did (R-DEV-2, R-DEV-5, R-DEV-7).
-public struct RegistrationResult: Sendable, Equatable, Codable {
-    public var deviceID: UUID
-    /// A new device (new token or endpoint).
-    public var created: Bool
-    /// A deactivated device registered again (R-DEV-7).
-    public var reactivated: Bool
-    /// Devices of the same user deactivated with DEVICE_LIMIT (R-DEV-5).
-    public var evicted: [UUID]
-}
-
-/// A device as the API shows it: never its key, only `encryption_key_id` (R-DEV-3).
-public struct DeviceInfo: Sendable, Codable, Equatable {
-    public var id: UUID
-    public var platform: String
-    public var token: String?
-    public var endpoint: String?
-    public var userID: String
-    public var apnsEnvironment: String?
-    /// The kid of the device's key, nil when it has none.
-    public var encryptionKeyID: String?
-    public var active: Bool
-    public var lastRegisteredAt: Date
-    public var deactivatedAt: Date?
-    public var deactivationReason: String?
-}
-
 /// The device registry the API calls into (R-DEV-1..8): validation in PushCore, invariants in
 /// `push_register_device` (sql/0003), so concurrent callers cannot break them.
 public final class DeviceRegistry {
+    /// The session every call runs on (one thread at a time, like the connection itself).
     public let connection: PGConnection
     /// Active device cap per app and mode (R-DEV-6); nil = 1,000,000 live, 1,000 test.
     public var appLimitOverride: Int64?
 
+    /// A registry on `connection`; `appLimitOverride` replaces the R-DEV-6 cap (tests use small numbers).
     public init(connection: PGConnection, appLimitOverride: Int64? = nil) {
         self.connection = connection
         self.appLimitOverride = appLimitOverride
     }
 
-    /// Registers (upserts) a validated device for `appID`. Throws `PushError` with
-    /// `PUSH_DEVICE_LIMIT` (R-DEV-6, HTTP 409 in the API), `NOT_FOUND` for an unknown app, or
-    /// `PGError` on database failure.
+    /// How many times `register` runs the registration when the server aborts it with a deadlock
+    /// (`40P01`) or a serialization failure (`40001`) before giving up and throwing that error.
+    public static let maxRegistrationAttempts = 5
+
+    /// Registers (upserts) a validated device for `appID` (R-DEV-2, R-DEV-4..8) in one statement.
+    ///
+    /// Outside a caller's transaction, a deadlock or serialization failure between concurrent
+    /// registrations is retried (up to `maxRegistrationAttempts` runs, 5 to 80 ms apart with jitter),
+    /// so it never reaches the caller unless it persists; inside one, the transaction is already
+    /// aborted and the error is thrown for the caller to retry the whole block.
+    /// - Returns: the device id, whether it was created or reactivated, and the user's devices
+    ///   deactivated with `DEVICE_LIMIT` (R-DEV-5).
+    /// - Throws: `PushError` `PUSH_DEVICE_LIMIT` (R-DEV-6, HTTP 409 in the API), `NOT_FOUND` for
+    ///   an unknown or deleted app; `PGError` on database failure.
     public func register(appID: UUID, _ d: DeviceRegistration) throws -> RegistrationResult {
         var raw: [UInt8]? = nil, kid: String? = nil
         if case .set(let r, let k) = d.key { raw = r; kid = k }
-        do {
-            let r = try connection.exec(RegistryQueries.registerDevice, [
-                .uuid(appID), .text(d.mode.rawValue), .text(d.platform.rawValue), d.token.map(PGValue.text),
-                d.subscription.map { .text($0.endpoint) }, d.subscription.map { .bytea($0.p256dh) },
-                d.subscription.map { .bytea($0.auth) }, .text(d.userID),
-                d.apnsEnvironment.map { .text($0.rawValue) }, .text(d.key.action), raw.map(PGValue.bytea),
-                kid.map(PGValue.text), appLimitOverride.map(PGValue.int64), nil,
-            ])
-            return RegistrationResult(deviceID: try r.uuid(0, "device_id"), created: try r.bool(0, "created"),
-                                      reactivated: try r.bool(0, "reactivated"),
-                                      evicted: try QueueStore.uuidArray(r.string(0, "evicted")))
-        } catch let e as PGError {
-            throw Self.domainError(e) ?? e
+        let params: [PGValue?] = [
+            .uuid(appID), .text(d.mode.rawValue), .text(d.platform.rawValue), d.token.map(PGValue.text),
+            d.subscription.map { .text($0.endpoint) }, d.subscription.map { .bytea($0.p256dh) },
+            d.subscription.map { .bytea($0.auth) }, .text(d.userID),
+            d.apnsEnvironment.map { .text($0.rawValue) }, .text(d.key.action), raw.map(PGValue.bytea),
+            kid.map(PGValue.text), appLimitOverride.map(PGValue.int64), nil,
+        ]
+        var attempt = 1
+        while true {
+            do {
+                let r = try connection.exec(RegistryQueries.registerDevice, params)
+                return RegistrationResult(deviceID: try r.uuid(0, "device_id"), created: try r.bool(0, "created"),
+                                          reactivated: try r.bool(0, "reactivated"),
+                                          evicted: try QueueStore.uuidArray(r.string(0, "evicted")))
+            } catch let e as PGError {
+                if let domain = Self.domainError(e) { throw domain }
+                guard Self.isConcurrencyConflict(e), attempt < Self.maxRegistrationAttempts,
+                      !connection.isInTransaction else { throw e }
+                Self.pause(beforeAttempt: attempt + 1)
+                attempt += 1
+            }
         }
     }
 
@@ -82,6 +76,19 @@ public final class DeviceRegistry {
                        deactivatedAt: try r.decode(i, "deactivated_at"),
                        deactivationReason: try r.decode(i, "deactivation_reason"))
         }
+    }
+
+    /// `40001` serialization failure or `40P01` deadlock: the statement was rolled back whole and
+    /// may run again.
+    static func isConcurrencyConflict(_ e: PGError) -> Bool {
+        e.sqlState == "40001" || e.sqlState == "40P01"
+    }
+
+    /// Sleeps before retry `attempt` (2, 3, ...): 5 ms doubled per retry, capped at 80 ms, plus up
+    /// to 50 % jitter so the parties of a deadlock do not meet again.
+    static func pause(beforeAttempt attempt: Int) {
+        let base = min(5.0 * Double(1 << min(attempt - 2, 4)), 80.0)
+        Thread.sleep(forTimeInterval: (base + Double.random(in: 0...(base / 2))) / 1000)
     }
 
     /// Maps `CODE: message` errors raised by the SQL functions to `PushError`.

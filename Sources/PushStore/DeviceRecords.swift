@@ -1,0 +1,39 @@
+import Foundation
+
+/// What a registration did (R-DEV-2, R-DEV-5, R-DEV-7).
+public struct RegistrationResult: Sendable, Equatable, Codable {
+    /// The device's id: new, or the existing device of that token or endpoint (R-DEV-2).
+    public var deviceID: UUID
+    /// A new device (new token or endpoint).
+    public var created: Bool
+    /// A deactivated device registered again (R-DEV-7).
+    public var reactivated: Bool
+    /// Devices of the same user deactivated with DEVICE_LIMIT (R-DEV-5).
+    public var evicted: [UUID]
+}
+
+/// A device as the API shows it: never its key, only `encryption_key_id` (R-DEV-3).
+public struct DeviceInfo: Sendable, Codable, Equatable {
+    /// The device id.
+    public var id: UUID
+    /// `ios`, `android` or `web` (as stored; a newer release may add others).
+    public var platform: String
+    /// Provider token (iOS, Android); nil for web.
+    public var token: String?
+    /// Web Push endpoint; nil for iOS and Android. The subscription keys are not shown.
+    public var endpoint: String?
+    /// The user the device currently belongs to (R-DEV-2).
+    public var userID: String
+    /// `sandbox` or `production` for iOS, else nil.
+    public var apnsEnvironment: String?
+    /// The kid of the device's key, nil when it has none.
+    public var encryptionKeyID: String?
+    /// False once deleted (R-DEV-7), displaced (R-DEV-5) or rejected by its provider (R-PRV-1/2).
+    public var active: Bool
+    /// The latest registration (R-DEV-5 order, R-DEV-8 ordering against provider verdicts).
+    public var lastRegisteredAt: Date
+    /// When it was deactivated, nil while active.
+    public var deactivatedAt: Date?
+    /// `DELETED`, `DEVICE_LIMIT`, `UNREGISTERED`, `INVALID_TOKEN` or `APP_MISMATCH`; nil while active.
+    public var deactivationReason: String?
+}

@@ -1,0 +1,71 @@
+/// SQL of the fleet's maintenance (R-DEV-7 device cleanup, retention of jobs, deliveries, events
+/// and content), in one place. Each statement handles at most `$2` rows, the oldest first, chosen
+/// through a partial index (named on each) so a batch costs the same however much is left, and
+/// returns how many rows it changed through its command tag. `$1` is the cutoff instant.
+enum MaintenanceQueries {
+    /// R-DEV-7: devices deactivated before `$1`. `push_devices_deactivated_idx`. Delivery rows
+    /// stay (they key on the device id without a foreign key); the re-check of `NOT active` in the
+    /// outer statement skips a device reactivated meanwhile.
+    static let deleteDeactivatedDevices = """
+    DELETE FROM push_devices
+     WHERE id IN (SELECT id FROM push_devices
+                   WHERE NOT active AND deactivated_at < $1::timestamptz
+                   ORDER BY deactivated_at
+                   LIMIT $2::int
+                     FOR UPDATE SKIP LOCKED)
+       AND NOT active
+    """
+
+    /// Jobs that reached a final state (completed, discarded, cancelled) before `$1`.
+    /// `push_jobs_finalized_idx`.
+    static let pruneFinishedJobs = """
+    DELETE FROM push_jobs
+     WHERE id IN (SELECT id FROM push_jobs
+                   WHERE finalized_at IS NOT NULL AND finalized_at < $1::timestamptz
+                   ORDER BY finalized_at
+                   LIMIT $2::int
+                     FOR UPDATE SKIP LOCKED)
+    """
+
+    /// Final delivery rows (sent or failed) finished before `$1`. `push_deliveries_finished_idx`.
+    static let deleteOldDeliveries = """
+    DELETE FROM push_deliveries
+     WHERE (notification_id, device_id) IN (
+            SELECT notification_id, device_id FROM push_deliveries
+             WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz
+             ORDER BY finished_at
+             LIMIT $2::int
+               FOR UPDATE SKIP LOCKED)
+    """
+
+    /// Webhook events delivered before `$1` (undelivered ones are kept whatever their age).
+    /// `push_events_delivered_idx`.
+    static let deleteDeliveredEvents = """
+    DELETE FROM push_events
+     WHERE id IN (SELECT id FROM push_events
+                   WHERE delivered_at IS NOT NULL AND delivered_at < $1::timestamptz
+                   ORDER BY delivered_at
+                   LIMIT $2::int
+                     FOR UPDATE SKIP LOCKED)
+    """
+
+    /// Erases title, body and data of notifications final before `$1` and marks them
+    /// `content_erased_at` (issue 4 retention); the rest of the row (status, counts, ledger) stays.
+    /// `push_notifications_erasable_idx`.
+    static let eraseFinalContent = """
+    UPDATE push_notifications
+       SET title = NULL, body = NULL, data = NULL, content_erased_at = now()
+     WHERE id IN (SELECT id FROM push_notifications
+                   WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL
+                   ORDER BY finished_at
+                   LIMIT $2::int
+                     FOR UPDATE SKIP LOCKED)
+       AND content_erased_at IS NULL
+    """
+
+    /// Session advisory lock for maintenance, without waiting: true when taken.
+    static let tryLock = "SELECT pg_try_advisory_lock($1::bigint) AS locked"
+
+    /// Releases the lock taken by `tryLock`: true when this session held it.
+    static let unlock = "SELECT pg_advisory_unlock($1::bigint) AS unlocked"
+}
