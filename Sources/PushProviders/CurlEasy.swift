@@ -76,6 +76,8 @@ final class CurlEasy {
         if !request.resolve.isEmpty {
             for entry in request.resolve { resolveList = curl_slist_append(resolveList, entry) }
             try check(cpush_easy_setopt_ptr(handle, CURLOPT_RESOLVE, resolveList))
+            // A proxy (e.g. from `https_proxy`) would resolve the name itself and bypass the pin.
+            try set(CURLOPT_PROXY, "")
         }
         try check(cpush_easy_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer))
 

@@ -16,8 +16,9 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Pinned name resolutions (CURLOPT_RESOLVE), each `host:port:address[,address...]` with IPv6
     /// addresses in brackets: libcurl connects to exactly these addresses for `host:port` instead of
     /// asking DNS, so a caller that checked the addresses connects to what it checked (DNS
-    /// rebinding). Empty (the default) = ordinary resolution. The entries stay in the client's DNS
-    /// cache until a later request pins the same `host:port` again.
+    /// rebinding); such a request never goes through a proxy (proxy environment variables are
+    /// ignored for it). Empty (the default) = ordinary resolution. The entries stay in the client's
+    /// DNS cache until a later request pins the same `host:port` again.
     public var resolve: [String]
 
     /// - Parameters: see the properties; `timeoutMillis` defaults to 10 000, `resolve` to none.

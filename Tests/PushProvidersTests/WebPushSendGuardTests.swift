@@ -136,7 +136,8 @@ final class WebPushSendGuardTests: XCTestCase {
 
     /// The pin is what libcurl connects to, not its own lookup: `localhost` pinned to 127.0.0.2 (where
     /// nothing listens) fails to connect although the system resolves it to the fake's 127.0.0.1;
-    /// pinned to 127.0.0.1 it reaches the fake, whose certificate names `localhost`.
+    /// pinned to 127.0.0.1 it reaches the fake, whose certificate names `localhost`, even with a
+    /// (dead) proxy in `https_proxy`.
     func testLibcurlConnectsToThePinnedAddressOnly() throws {
         let sub = try FakeWebPushSubscription.make("/push/ok-pin")
         let fake = try startFake([sub])
@@ -148,6 +149,9 @@ final class WebPushSendGuardTests: XCTestCase {
         XCTAssertTrue(fake.log().isEmpty)
 
         let pinned = try WebPushTestSupport.client(keys: keys, resolver: StubWebPushResolver(["localhost": ["127.0.0.1"]]))
+        // A proxy from the environment must not take over a pinned request (it would do its own lookup).
+        setenv("https_proxy", "http://127.0.0.1:9", 1)
+        defer { unsetenv("https_proxy") }
         let answer = pinned.send([try WebPushTestSupport.push(fake.endpoint(sub.path, host: "localhost"), to: sub)])[0]
         XCTAssertEqual(answer.httpStatus, 201, "\(answer)")
         let vapid = fake.log(path: sub.path).first?["vapid"] as? [String: Any]
