@@ -64,7 +64,8 @@ public enum AnswerOutcome: Sendable, Hashable {
 
 /// Classifies a raw `ProviderAnswer` (table-driven; every row is tested).
 ///
-/// Transport `timeout`, `connectionError`, `notSent` are transient for every provider. For a
+/// Transport `timeout`, `connectionError`, `notSent` are transient for every provider, except a Web
+/// Push `notSent` with reason `ENDPOINT_FORBIDDEN` (fails `INVALID_SUBSCRIPTION`). For a
 /// response: 2xx → `sent`; then the reason is looked up in the provider's table below; an unknown
 /// reason falls back on the status (429 → deferral, 5xx → transient, 413 → payloadTooLarge), and
 /// anything else → `failed(PROVIDER_ERROR)` keeping the raw reason.
@@ -104,6 +105,11 @@ public enum ProviderAnswerTable {
         "DEADLINE_EXCEEDED": .transient,
     ]
 
+    /// The `reason` of a `.notSent` Web Push answer whose endpoint the client refused to call
+    /// (R-DEV-1, issue 7): not a valid endpoint, or resolving to a loopback, private, link-local or
+    /// otherwise internal address. Final: `INVALID_SUBSCRIPTION`, never retried.
+    public static let webPushEndpointForbidden = "ENDPOINT_FORBIDDEN"
+
     /// Web Push reasons by status (RFC 8030 §8; Apple's `BadJwtToken`).
     static let webpush: [String: Row] = ["BadJwtToken": .credentials]
 
@@ -112,6 +118,11 @@ public enum ProviderAnswerTable {
     ///   accepted (R-APP-3); decides the `APP_MISMATCH` blame (R-PRV-2). Ignored for the simulator.
     public static func classify(_ answer: ProviderAnswer, provider: ProviderKind,
                                 credentialsVerified: Bool) -> AnswerOutcome {
+        if provider == .webpush, answer.transport == .notSent, answer.reason == webPushEndpointForbidden {
+            // Refused by our own send-time guard, not by the network: retrying cannot help.
+            return .failed(PushError(.invalidSubscription,
+                                     "web push endpoint refused before sending: \(answer.rawDetail ?? "not a public address")"))
+        }
         guard answer.transport == .response, let status = answer.httpStatus else { return .transient }
         if (200...299).contains(status) { return .sent(messageId: answer.messageId) }
         let reason = answer.reason ?? ""

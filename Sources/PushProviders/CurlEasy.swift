@@ -12,6 +12,7 @@ enum CurlGlobal {
 final class CurlEasy {
     private let handle: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var resolveList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
     /// Response being collected by the callbacks.
@@ -30,6 +31,7 @@ final class CurlEasy {
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+        curl_slist_free_all(resolveList)
         errorBuffer.deallocate()
     }
 
@@ -69,6 +71,14 @@ final class CurlEasy {
         try set(CURLOPT_TCP_KEEPINTVL, config.tcpKeepAliveSeconds)
         try set(CURLOPT_UPKEEP_INTERVAL_MS, config.upkeepIntervalMillis)
         try set(CURLOPT_PROTOCOLS_STR, "https")
+        // Never follow a redirect: a provider answer is final, and a Location could point anywhere.
+        try set(CURLOPT_FOLLOWLOCATION, 0)
+        if !request.resolve.isEmpty {
+            for entry in request.resolve { resolveList = curl_slist_append(resolveList, entry) }
+            try check(cpush_easy_setopt_ptr(handle, CURLOPT_RESOLVE, resolveList))
+            // A proxy (e.g. from `https_proxy`) would resolve the name itself and bypass the pin.
+            try set(CURLOPT_PROXY, "")
+        }
         try check(cpush_easy_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer))
 
         for (name, value) in request.headers {

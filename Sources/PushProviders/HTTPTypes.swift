@@ -13,19 +13,27 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Per-request deadline in milliseconds from the start of `perform`, queueing for a
     /// connection or a stream included (CURLOPT_TIMEOUT_MS). Must be > 0.
     public var timeoutMillis: Int
+    /// Pinned name resolutions (CURLOPT_RESOLVE), each `host:port:address[,address...]` with IPv6
+    /// addresses in brackets: libcurl connects to exactly these addresses for `host:port` instead of
+    /// asking DNS, so a caller that checked the addresses connects to what it checked (DNS
+    /// rebinding); such a request never goes through a proxy (proxy environment variables are
+    /// ignored for it). Empty (the default) = ordinary resolution. The entries stay in the client's
+    /// DNS cache until a later request pins the same `host:port` again.
+    public var resolve: [String]
 
-    /// - Parameters: see the properties; `timeoutMillis` defaults to 10 000.
+    /// - Parameters: see the properties; `timeoutMillis` defaults to 10 000, `resolve` to none.
     public init(url: String, method: String = "POST", headers: [(String, String)] = [],
-                body: [UInt8] = [], timeoutMillis: Int = 10_000) {
+                body: [UInt8] = [], timeoutMillis: Int = 10_000, resolve: [String] = []) {
         self.url = url
         self.method = method
         self.headers = headers
         self.body = body
         self.timeoutMillis = timeoutMillis
+        self.resolve = resolve
     }
 
     public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
-        a.url == b.url && a.method == b.method && a.body == b.body && a.timeoutMillis == b.timeoutMillis
+        a.url == b.url && a.method == b.method && a.body == b.body && a.timeoutMillis == b.timeoutMillis && a.resolve == b.resolve
             && a.headers.map { $0.0 } == b.headers.map { $0.0 } && a.headers.map { $0.1 } == b.headers.map { $0.1 }
     }
 }

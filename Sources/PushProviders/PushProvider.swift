@@ -8,7 +8,8 @@ import PushCore
 public struct ProviderRequest: Sendable, Equatable {
     /// The delivery row this push belongs to (for the caller's bookkeeping; never sent).
     public var deliveryId: Int64
-    /// Device address: APNs hex device token, or FCM registration token.
+    /// Device address: APNs hex device token, FCM registration token, or the Web Push subscription
+    /// endpoint URL (`WebPushClient`).
     public var deviceToken: String
     /// APNs only: which host the token belongs to; ignored by FCM.
     public var apnsEnvironment: APNsEnvironment
@@ -18,7 +19,8 @@ public struct ProviderRequest: Sendable, Equatable {
     public var priority: Priority
     /// APNs `apns-expiration`: UNIX seconds after which the provider may drop it; 0 = now or never.
     public var expirationUnixSeconds: Int64
-    /// APNs `apns-collapse-id` (≤ 64 bytes, R-SEND-13); nil = header omitted.
+    /// APNs `apns-collapse-id` (≤ 64 bytes, R-SEND-13); for Web Push the collapse key, sent as
+    /// `Topic` (`WebPushTopic`); nil = header omitted.
     public var collapseId: String?
     /// APNs `apns-id`: lower-case UUID, stable across the delivery's attempts (DESIGN guarantees).
     public var apnsId: String
@@ -43,7 +45,7 @@ public struct ProviderRequest: Sendable, Equatable {
 }
 
 /// A push provider client as the worker sees it (DESIGN "send" step). Implementations: `APNsClient`,
-/// `FCMClient`. Calls block the calling thread; run them on a worker thread, not the cooperative pool.
+/// `FCMClient`, `WebPushClient`. Calls block the calling thread; run them on a worker thread, not the cooperative pool.
 public protocol PushProvider: AnyObject, Sendable {
     /// Sends every request of `batch` (concurrently where the transport allows) and returns one raw
     /// answer per request, in the same order. Never throws: transport problems are answers too

@@ -147,6 +147,18 @@ final class ProviderAnswerTableTests: XCTestCase {
         }
     }
 
+    /// R-DEV-1 / issue 7: an endpoint our guard refused is a final failure, not a transient one.
+    func testWebPushEndpointForbiddenIsFinalInvalidSubscription() {
+        let refused = ProviderAnswer(transport: .notSent, reason: ProviderAnswerTable.webPushEndpointForbidden,
+                                     rawDetail: "address is private")
+        let outcome = ProviderAnswerTable.classify(refused, provider: .webpush, credentialsVerified: true)
+        guard case .failed(let error) = outcome else { return XCTFail("\(outcome)") }
+        XCTAssertEqual(error.code, .invalidSubscription)
+        XCTAssertEqual(outcome.ending, .failed(.invalidSubscription))
+        XCTAssertEqual(ProviderAnswerTable.classify(ProviderAnswer(transport: .notSent, rawDetail: "dns"), provider: .webpush,
+                                                    credentialsVerified: true), .transient)
+    }
+
     func testSuccessKeepsMessageId() {
         XCTAssertEqual(ProviderAnswerTable.classify(ProviderAnswer(transport: .response, httpStatus: 200, messageId: "apns-id-1"),
                                                     provider: .apns, credentialsVerified: true), .sent(messageId: "apns-id-1"))

@@ -12,6 +12,8 @@ log, and answers by scenario:
   gone-*      410 Gone                notfound-*  404 Not Found
   toolarge-*  413 Payload Too Large   slow-*      429 Too Many Requests, Retry-After: <n>
   err-*       503 Service Unavailable flaky-*     503 on the first request to the path, then as ok
+  redirect-*  307 Temporary Redirect, Location: https://<authority>/push/ok-redirected (a client that
+              follows it shows up in the log as a second request, to that path)
   bad VAPID   403 (401 when the header is missing); bad headers or undecryptable ok body: 400
 
 Subcommands:
@@ -45,7 +47,7 @@ import h2.events  # noqa: E402
 import h2.exceptions  # noqa: E402
 
 SCENARIO_STATUS = {"gone": 410, "notfound": 404, "toolarge": 413, "slow": 429, "err": 503}
-REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+REASONS = {200: "OK", 201: "Created", 307: "Temporary Redirect", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
            404: "Not Found", 405: "Method Not Allowed", 410: "Gone", 411: "Length Required",
            413: "Payload Too Large", 429: "Too Many Requests", 503: "Service Unavailable"}
 URGENCIES = {"very-low", "low", "normal", "high"}
@@ -112,6 +114,8 @@ class PushService:
             if first:
                 return 503, [], "FlakyFirstAttempt"
             scenario = "ok"
+        if scenario == "redirect":
+            return 307, [("location", f"https://{authority}/push/ok-redirected")], "redirect"
         if scenario in SCENARIO_STATUS:
             status = SCENARIO_STATUS[scenario]
             extra = [("retry-after", str(self.retry_after))] if status == 429 else []

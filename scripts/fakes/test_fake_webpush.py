@@ -154,6 +154,11 @@ class LiveFake(unittest.TestCase):
         gone = [e for e in self.log_lines() if e["path"] == "/push/gone-1"][-1]
         self.assertEqual(gone["plaintext"], "x", "non-ok scenarios still decrypt and log")
 
+    def test_redirect_answers_307_with_a_location_on_this_service(self):
+        status, headers, _ = self.post("/push/redirect-1", b"\x00" * 120, self.headers())
+        self.assertEqual(status, 307)
+        self.assertEqual(headers["location"], f"https://127.0.0.1:{self.port}/push/ok-redirected")
+
     def test_flaky_fails_once_then_succeeds(self):
         body = self.body_for("/push/flaky-1", "retry me")
         self.assertEqual(self.post("/push/flaky-1", body, self.headers())[0], 503)
