@@ -175,13 +175,15 @@ public enum ProviderAnswerTable {
         }
     }
 
-    /// Web Push statuses (RFC 8030 §8, PROTOCOLS C.1): 404/410 gone, 401 VAPID missing, 403 key
-    /// mismatch for this subscription (treated as `APP_MISMATCH`, blame by `credentialsVerified`).
+    /// Web Push statuses (RFC 8030 §8, PROTOCOLS C.1): 404/410 gone; 401 and 403 are VAPID refusals
+    /// (missing, expired, or a key the subscription was not made with): the app's VAPID credentials
+    /// are marked invalid and devices are never touched (issue 7: a rotated or misconfigured VAPID key
+    /// must not deactivate every browser); 400 is a request error.
     static func webPushByStatus(_ status: Int) -> Row? {
         switch status {
         case 404, 410: return .unregistered
         case 401: return .credentials
-        case 403: return .appMismatch
+        case 403: return .credentials
         case 400: return .requestError
         default: return nil
         }

@@ -87,7 +87,7 @@ final class ProviderAnswerTableTests: XCTestCase {
     func testEveryWebPushStatus() {
         let rows: [(Int, String?, Want)] = [
             (404, nil, .unregistered), (410, nil, .unregistered), (401, nil, .credentials), (403, "BadJwtToken", .credentials),
-            (403, nil, .appMismatch), (400, nil, .providerError), (413, nil, .tooLarge), (429, nil, .deferral),
+            (403, nil, .credentials), (400, nil, .providerError), (413, nil, .tooLarge), (429, nil, .deferral),
             (500, nil, .transient), (503, nil, .transient), (418, nil, .providerError),
         ]
         for (status, reason, expected) in rows {

@@ -63,11 +63,13 @@ final class WebPushClientTests: XCTestCase {
         XCTAssertEqual(table(answers[5]), .transient)
 
         // Bad VAPID: the subscription was created with another applicationServerKey (C.3) → 403.
+        // Issue 7: a VAPID refusal marks the app's VAPID credentials invalid and never touches the
+        // device, whether or not the credentials were verified before.
         let mismatch = answers[6]
         XCTAssertEqual(mismatch.httpStatus, 403)
         XCTAssertEqual(mismatch.reason, "VapidKeyMismatch")
-        XCTAssertEqual(table(mismatch, verified: false), .appMismatch(blame: .credentials))
-        XCTAssertEqual(table(mismatch, verified: true), .appMismatch(blame: .device))
+        XCTAssertEqual(table(mismatch, verified: false), .credentialsInvalid(reason: "VapidKeyMismatch"))
+        XCTAssertEqual(table(mismatch, verified: true), .credentialsInvalid(reason: "VapidKeyMismatch"))
         for answer in answers.dropFirst() {
             let detail = try XCTUnwrap(answer.rawDetail)
             XCTAssertTrue(detail.hasPrefix("HTTP \(answer.httpStatus ?? 0)"), detail)
@@ -77,7 +79,7 @@ final class WebPushClientTests: XCTestCase {
     }
 
     /// RFC 8292 §2: a JWT whose `exp` has passed (our clock far behind) is refused 403; the table
-    /// treats a web 403 without `BadJwtToken` as APP_MISMATCH, blamed on unverified credentials.
+    /// treats every web 403 as a VAPID refusal: credentials invalid, devices untouched (issue 7).
     func testExpiredVapidTokenIsRefused403() throws {
         let keys = try VAPIDKeys.generate()
         let sub = try FakeWebPushSubscription.make("/push/ok-1")
@@ -87,7 +89,7 @@ final class WebPushClientTests: XCTestCase {
         let answer = client.send([try WebPushTestSupport.push(fake.endpoint(sub.path), to: sub)])[0]
         XCTAssertEqual(answer.httpStatus, 403)
         XCTAssertEqual(answer.reason, "ExpiredJwtToken")
-        XCTAssertEqual(table(answer), .appMismatch(blame: .credentials))
+        XCTAssertEqual(table(answer), .credentialsInvalid(reason: "ExpiredJwtToken"))
         let entry = try XCTUnwrap(fake.log(path: sub.path).first)
         XCTAssertEqual(entry["reason"] as? String, "ExpiredJwtToken")
         XCTAssertTrue(entry["plaintext"] is NSNull, "refused before decryption")
