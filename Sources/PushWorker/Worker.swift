@@ -19,6 +19,9 @@ public final class Worker: @unchecked Sendable {
     private var stopRequested = false
     private var lastRescue = Date.distantPast
     private var lastStats = Date.distantPast
+    private var lastMaintenance = Date.distantPast
+    /// Retention and cleanup, run by one worker of the fleet at a time; nil disables it.
+    public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
     /// The job ids this worker has processed (tests and the fleet test read it).
     public private(set) var processedJobs = 0
 
@@ -87,6 +90,14 @@ public final class Worker: @unchecked Sendable {
         if now.timeIntervalSince(lastStats) >= config.statsInterval {
             refreshQueueGauges(store)
             lastStats = now
+        }
+        if let maintainer, now.timeIntervalSince(lastMaintenance) >= maintainer.config.interval {
+            lastMaintenance = now
+            let r = try maintainer.runOnce(connection: conn, now: now)
+            if r.ranLeader && r.jobs + r.deliveries + r.events + r.devices + r.erased > 0 {
+                log.info("maintenance.run", ["jobs": r.jobs, "deliveries": r.deliveries, "events": r.events,
+                                             "devices": r.devices, "erased": r.erased])
+            }
         }
         let jobs = try store.jobClaimBatch(owner: config.owner, limit: config.claimLimit, leaseSeconds: config.leaseSeconds)
         metrics.jobsClaimed.increment(by: Double(jobs.count))
