@@ -1,4 +1,5 @@
 import Foundation
+import PushCrypto
 
 /// What the API accepts for one notification (R-SEND-1); see `push_enqueue` in sql/0002.
 public struct EnqueueRequest: Sendable {
@@ -43,8 +44,11 @@ public struct NotificationReport: Sendable, Codable {
         public var apnsID: UUID
         public var attempts: Int
         public var nextAttemptAt: Date?
-        /// Test mode: the exact payload bytes it would have sent (R-MODE-2), as UTF-8 text.
+        /// Test mode: the exact payload bytes it would have sent (R-MODE-2): UTF-8 text for APNs and
+        /// FCM JSON, `base64url:` + the bytes for binary bodies (Web Push aes128gcm).
         public var payload: String?
+        /// Length of the stored payload in bytes.
+        public var payloadBytes: Int?
     }
     public struct LedgerRow: Sendable, Codable {
         public var deviceID: UUID
@@ -99,6 +103,15 @@ public final class NotificationStore {
         return (try r.uuid(0, "notification_id"), try r.bool(0, "created"))
     }
 
+    /// UTF-8 text when the bytes are valid UTF-8 without control characters, else `base64url:...`.
+    static func printable(_ bytes: [UInt8]) -> String {
+        if let text = String(validatingUTF8: bytes.map { CChar(bitPattern: $0) } + [0]),
+           !text.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+            return text
+        }
+        return "base64url:" + Base64URL.encode(bytes)
+    }
+
     /// The devices `q` would target now (for the acceptance size check).
     public func audiencePreview(_ q: EnqueueRequest) throws -> [AudienceDevice] {
         let r = try connection.exec(RegistryQueries.audiencePreview, [
@@ -130,7 +143,7 @@ public final class NotificationStore {
                 encrypted: try d.bool(i, "encrypted"), provider: try d.decode(i, "provider"),
                 providerMessageID: try d.decode(i, "provider_message_id"), apnsID: try d.uuid(i, "apns_id"),
                 attempts: try d.int(i, "attempts"), nextAttemptAt: try d.decode(i, "next_attempt_at"),
-                payload: payload.map { String(decoding: $0, as: UTF8.self) })
+                payload: payload.map(Self.printable), payloadBytes: payload?.count)
         }
         let ledger = try l.rows.map { i in
             NotificationReport.LedgerRow(deviceID: try l.uuid(i, "device_id"), kind: try l.string(i, "kind"),

@@ -9,7 +9,7 @@ enum Report {
         lines.append("  accepted \(iso(r.acceptedAt))  send_at \(iso(r.sendAt))  started \(iso(r.startedAt))  finished \(iso(r.finishedAt))")
         for d in r.deliveries {
             lines.append("  delivery \(d.deviceID.uuidString.lowercased())  \(d.status)  encrypted=\(d.encrypted)  error_code=\(d.errorCode ?? "-")  attempts=\(d.attempts)  provider=\(d.provider ?? "-")  id=\(d.providerMessageID ?? "-")")
-            if let p = d.payload { lines.append("    payload (\(p.utf8.count) bytes): \(p)") }
+            if let p = d.payload { lines.append("    payload (\(d.payloadBytes ?? 0) bytes): \(p)") }
         }
         for l in r.ledger {
             lines.append("  ledger \(l.kind)  device \(l.deviceID.uuidString.lowercased())  \(l.reason ?? "")")
