@@ -51,10 +51,14 @@ public final class PGProviderTokenCache: ProviderTokenCache, @unchecked Sendable
         lock.lock()
         defer { lock.unlock() }
         do {
-            if store == nil || store?.connection.isHealthy != true {
-                store = ProviderTokenStore(connection: try openConnection())
+            let current: ProviderTokenStore
+            if let s = store, s.connection.isHealthy {
+                current = s
+            } else {
+                current = ProviderTokenStore(connection: try openConnection())
+                store = current
             }
-            let chosen = try store!.withLockedToken(key: key, decide)
+            let chosen = try current.withLockedToken(key: key, decide)
             return ProviderToken(value: chosen.token, issuedAt: chosen.issuedAt, refreshAt: chosen.expiresAt)
         } catch let e as PGError {
             store = nil
