@@ -47,7 +47,7 @@ enum Commands {
         if let s = env["PUSHFLEET_DRAIN_SECONDS"].flatMap(Double.init) { config.drainSeconds = s }
         let url = try databaseURL()
         let drainSeconds = config.drainSeconds
-        let worker = try Worker(config: config, databaseURL: url, router: SimulatorOnlyRouter())
+        let worker = try Worker(config: config, databaseURL: url, router: try LiveRouter.fromEnvironment(databaseURL: url))
 
         // Graceful shutdown: SIGTERM / SIGINT stop claiming; in-flight work finishes within the
         // drain deadline, then the process exits 0 (a second signal exits at once).

@@ -31,6 +31,7 @@ enum Help {
     Usage: pushfleet apps create --name NAME [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
            pushfleet apps show ID | pushfleet apps delete ID
+           pushfleet apps credentials set|show|remove|rotate-key ...  (see pushfleet apps credentials --help)
     """
 
     static let devices = """

@@ -46,6 +46,7 @@ do {
         if args.flag("help") { print(Help.worker); break }
         try Commands.worker(args, out)
     case "apps":
+        if sub == "credentials" { try Commands.credentials(args, out); break }
         if args.flag("help") || sub == nil { print(Help.apps); break }
         try Commands.apps(sub!, args, out)
     case "devices":

@@ -12,7 +12,8 @@ Scenario by device-token prefix (the token in /3/device/<token>):
   unregistered -> 410 Unregistered + timestamp 1700000000000   baddevice   -> 400 BadDeviceToken
   notfortopic  -> 400 DeviceTokenNotForTopic                     toomany     -> 429 TooManyRequests, retry-after: 7
   fail500      -> 500 InternalServerError                        unavailable -> 503 ServiceUnavailable
-  hang         -> never answers                                  garbage     -> 500 with an HTML body
+  hang         -> never answers (logged {"kind":"hang","apns_id"})  garbage  -> 500 with an HTML body
+  toolarge     -> 413 PayloadTooLarge (whatever the size)
   truncated    -> 400 with a cut JSON body                       empty       -> 503 with an empty body
   reset        -> RST_STREAM (INTERNAL_ERROR)                    huge        -> 500 with a 200 KiB body
   goaway       -> GOAWAY (Shutdown) without answering, then close drop -> TCP close without answering
@@ -120,6 +121,8 @@ class FakeAPNs:
             return reason(400, "PayloadEmpty")
         if len(req.body) > 4096:
             return reason(413, "PayloadTooLarge")
+        if token.startswith("hang"):  # logged before hanging, so tests can see each attempt's apns-id
+            self.log.write({"kind": "hang", "conn": req.conn_id, "apns_id": apns_id, "token": token})
         scenario = await self.scenario(token)
         if scenario is not None:
             return scenario
@@ -133,6 +136,8 @@ class FakeAPNs:
         """Answer for a scenario token prefix, or None for a normal 200."""
         if token.startswith("unregistered"):
             return reason(410, "Unregistered", timestamp=1700000000000)
+        if token.startswith("toolarge"):
+            return reason(413, "PayloadTooLarge")
         if token.startswith("baddevice"):
             return reason(400, "BadDeviceToken")
         if token.startswith("notfortopic"):

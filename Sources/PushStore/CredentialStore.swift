@@ -1,0 +1,135 @@
+import Foundation
+import PushCore
+import PushCrypto
+
+/// App credential sets over `push_credentials` (R-APP-3, R-APP-4): stored validated, the secret
+/// sealed with `SecretBox` (AES-256-GCM, aad = `<app id>/<kind>`) under `PUSHFLEET_CREDENTIALS_KEY`.
+/// One store per connection (not thread-safe). Secrets never appear in errors or descriptions.
+public final class CredentialStore {
+    public let connection: PGConnection
+    /// Nil for a store that only reads states (`states(appID:)` needs no key).
+    public let keys: CredentialKeys?
+
+    public init(connection: PGConnection, keys: CredentialKeys?) {
+        self.connection = connection
+        self.keys = keys
+    }
+
+    // MARK: - Writing
+
+    /// Stores (or replaces) a set after validating it (`CredentialValidation`). A replacement resets
+    /// the state to `unverified`; the first acceptance time is kept for good (R-APP-3).
+    /// - Parameters:
+    ///   - config: apns: `team_id`, `key_id`, `topic` plus overrides; fcm: overrides only (the
+    ///     identifiers are read from the service account).
+    ///   - secret: the `.p8` PEM text (apns) or the service-account JSON (fcm).
+    /// - Throws: `VALIDATION_ERROR` (bad set, or no key configured; `webpush` sets come with issue 7),
+    ///   `NOT_FOUND` (no such live app), `PGError`.
+    @discardableResult
+    public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> CredentialSummary {
+        var rest = config
+        let stored: [String: String]
+        switch kind {
+        case .apns:
+            let team = rest.removeValue(forKey: "team_id") ?? "", key = rest.removeValue(forKey: "key_id") ?? ""
+            let topic = rest.removeValue(forKey: "topic") ?? ""
+            stored = try CredentialValidation.apns(teamID: team, keyID: key, topic: topic, p8PEM: secret, overrides: rest)
+        case .fcm:
+            for k in ["project_id", "client_email", "private_key_id"] { rest.removeValue(forKey: k) }
+            stored = try CredentialValidation.fcm(serviceAccountJSON: secret, overrides: rest)
+        case .webpush:
+            throw PushError(.validationError, "webpush credentials are not supported by this release")
+        }
+        let sealed = try SecretBox.seal(plaintext: secret, key: try requireKeys().current, aad: Self.aad(appID, kind))
+        let r = try connection.exec(CredentialQueries.upsert, [
+            .uuid(appID), .text(kind.rawValue), .text(try Self.json(stored)), .bytea(sealed),
+        ])
+        guard r.rowCount == 1 else { throw PushError(.notFound, "no push app \(appID.uuidString.lowercased())") }
+        return try Self.summary(r, 0)
+    }
+
+    /// Removes a set; returns false when there was none.
+    @discardableResult
+    public func remove(appID: UUID, kind: CredentialKind) throws -> Bool {
+        try connection.exec(CredentialQueries.delete, [.uuid(appID), .text(kind.rawValue)]).affectedRowCount == 1
+    }
+
+    /// Re-seals every set under the current key (opening each with the current or previous key):
+    /// the rotation step after `PUSHFLEET_CREDENTIALS_KEY_PREVIOUS` was set to the old key. One transaction.
+    /// - Returns: the number of sets re-sealed.
+    /// - Throws: `CREDENTIALS_INVALID` when a set opens with neither key (nothing is changed), `PGError`.
+    public func rotateKey() throws -> Int {
+        let keys = try requireKeys()
+        return try connection.transaction { conn in
+            let r = try conn.exec(CredentialQueries.all)
+            for i in r.rows {
+                let s = try Self.summary(r, i)
+                let secret = try open(try r.bytes(i, "sealed_secret"), summary: s)
+                let sealed = try SecretBox.seal(plaintext: secret, key: keys.current, aad: Self.aad(s.appID, s.kind))
+                _ = try conn.exec(CredentialQueries.reseal, [.uuid(s.appID), .text(s.kind.rawValue), .bytea(sealed)])
+            }
+            return r.rowCount
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The app's sets without secrets, ordered by kind (the planner's input and `credentials show`).
+    public func states(appID: UUID) throws -> [CredentialSummary] {
+        let r = try connection.exec(CredentialQueries.byApp, [.uuid(appID)])
+        return try r.rows.map { try Self.summary(r, $0) }
+    }
+
+    /// The app's sets with their secrets opened, for the worker's provider clients.
+    /// - Throws: `CREDENTIALS_INVALID` naming the set when it opens with neither key; `VALIDATION_ERROR`
+    ///   without a key; `PGError`.
+    public func load(appID: UUID) throws -> [CredentialSet] {
+        let r = try connection.exec(CredentialQueries.byApp, [.uuid(appID)])
+        return try r.rows.map { i in
+            let s = try Self.summary(r, i)
+            return CredentialSet(summary: s, secret: try open(try r.bytes(i, "sealed_secret"), summary: s))
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func requireKeys() throws -> CredentialKeys {
+        guard let keys else { throw PushError(.validationError, "\(CredentialKeys.currentVariable) is not set") }
+        return keys
+    }
+
+    private func open(_ box: [UInt8], summary s: CredentialSummary) throws -> [UInt8] {
+        let keys = try requireKeys()
+        let aad = Self.aad(s.appID, s.kind)
+        for key in [keys.current] + (keys.previous.map { [$0] } ?? []) {
+            if let plain = try? SecretBox.open(box, key: key, aad: aad) { return plain }
+        }
+        throw PushError(.credentialsInvalid, "the \(s.kind.rawValue) set of app \(s.appID.uuidString.lowercased()) opens with neither \(CredentialKeys.currentVariable) nor \(CredentialKeys.previousVariable)")
+    }
+
+    /// Associated data binding a box to its row: `<app id lower-case>/<kind>`.
+    static func aad(_ appID: UUID, _ kind: CredentialKind) -> [UInt8] {
+        Array("\(appID.uuidString.lowercased())/\(kind.rawValue)".utf8)
+    }
+
+    static func json(_ config: [String: String]) throws -> String {
+        let data = try JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func summary(_ r: PGResult, _ i: Int) throws -> CredentialSummary {
+        let configText = try r.string(i, "config")
+        let object = (try? JSONSerialization.jsonObject(with: Data(configText.utf8))) as? [String: Any] ?? [:]
+        var identifiers: [String: String] = [:]
+        for (k, v) in object { if let s = v as? String { identifiers[k] = s } }
+        let kindText = try r.string(i, "kind"), stateText = try r.string(i, "state")
+        guard let kind = CredentialKind(rawValue: kindText), let state = CredentialState(rawValue: stateText) else {
+            throw PGError(code: .decode, message: "unknown credential kind or state")
+        }
+        return CredentialSummary(appID: try r.uuid(i, "app_id"), kind: kind, state: state,
+                                 firstAcceptedAt: try r.decode(i, "first_accepted_at"),
+                                 invalidReason: try r.decode(i, "invalid_reason"), updatedAt: try r.date(i, "updated_at"),
+                                 identifiers: identifiers, version: try r.string(i, "version"),
+                                 keyVersion: try r.int(i, "key_version"))
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import PushCore
+import PushCrypto
+
+/// Which provider a credential set serves (`push_credentials.kind`, R-APP-3).
+public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Codable {
+    /// APNs token auth: team id, key id, `.p8` key, topic.
+    case apns
+    /// FCM HTTP v1: a Google service account.
+    case fcm
+    /// Web Push: a VAPID key pair (issue 7).
+    case webpush
+
+    /// The platform this set serves: `apns` → ios, `fcm` → android, `webpush` → web.
+    public var platform: Platform {
+        switch self {
+        case .apns: return .ios
+        case .fcm: return .android
+        case .webpush: return .web
+        }
+    }
+
+    /// The kind serving `platform`.
+    public init(platform: Platform) {
+        switch platform {
+        case .ios: self = .apns
+        case .android: self = .fcm
+        case .web: self = .webpush
+        }
+    }
+}
+
+/// A credential set's state (R-APP-3): `unverified` until a live notification is accepted with it.
+public enum CredentialState: String, Sendable, Hashable, Codable {
+    case unverified, verified, invalid
+}
+
+/// A credential set without its secret: what `apps credentials show` prints and the planner reads.
+public struct CredentialSummary: Sendable, Equatable, Codable {
+    public var appID: UUID
+    public var kind: CredentialKind
+    public var state: CredentialState
+    /// First live acceptance (R-APP-3); kept for good once set, whatever state follows.
+    public var firstAcceptedAt: Date?
+    /// The provider's reason when `state` is `invalid` (R-PRV-2, R-PRV-3).
+    public var invalidReason: String?
+    public var updatedAt: Date
+    /// Non-secret identifiers and overrides (`team_id`, `key_id`, `topic`, `project_id`, `client_email`, base URLs).
+    public var identifiers: [String: String]
+    /// Changes whenever the set itself is replaced (hash of config and sealed secret), not on state moves;
+    /// the worker rebuilds its provider clients when it changes.
+    public var version: String
+    /// Times the secret was re-sealed under a new `PUSHFLEET_CREDENTIALS_KEY`, plus one.
+    public var keyVersion: Int
+
+    /// True when the set had a live notification accepted (blame rule of R-PRV-2).
+    public var isVerified: Bool { firstAcceptedAt != nil }
+}
+
+/// A credential set with its opened secret (the `.p8` PEM text, or the service-account JSON bytes).
+/// `description` never shows the secret.
+public struct CredentialSet: Sendable, CustomStringConvertible {
+    public var summary: CredentialSummary
+    /// The secret in clear; keep it in memory only.
+    public var secret: [UInt8]
+
+    public var description: String {
+        "CredentialSet(\(summary.kind.rawValue), app \(summary.appID.uuidString.lowercased()), state \(summary.state.rawValue), secret \(secret.count) bytes)"
+    }
+}
+
+/// The AES-256-GCM keys that seal credential secrets at rest: `PUSHFLEET_CREDENTIALS_KEY` (current,
+/// seals and opens) and optional `PUSHFLEET_CREDENTIALS_KEY_PREVIOUS` (opens only, during a rotation).
+public struct CredentialKeys: Sendable {
+    /// 32 bytes.
+    public var current: [UInt8]
+    /// 32 bytes, or nil.
+    public var previous: [UInt8]?
+
+    /// - Throws: `VALIDATION_ERROR` unless each key is 32 bytes.
+    public init(current: [UInt8], previous: [UInt8]? = nil) throws {
+        guard current.count == SecretBox.keyLength, previous.map({ $0.count == SecretBox.keyLength }) ?? true else {
+            throw PushError(.validationError, "credential keys must be 32 bytes")
+        }
+        self.current = current
+        self.previous = previous
+    }
+
+    /// Environment variable of the current key.
+    public static let currentVariable = "PUSHFLEET_CREDENTIALS_KEY"
+    /// Environment variable of the previous key (opens only).
+    public static let previousVariable = "PUSHFLEET_CREDENTIALS_KEY_PREVIOUS"
+
+    /// Reads both keys from `environment` (base64url, 32 bytes each).
+    /// - Throws: `VALIDATION_ERROR` when the current key is missing, or a key is not base64url of 32 bytes
+    ///   (the message names the variable, never its value).
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> CredentialKeys {
+        guard let text = environment[currentVariable], !text.isEmpty else {
+            throw PushError(.validationError, "\(currentVariable) is not set (base64url of 32 random bytes)")
+        }
+        let previous = try environment[previousVariable].flatMap { $0.isEmpty ? nil : try decode($0, name: previousVariable) }
+        return try CredentialKeys(current: try decode(text, name: currentVariable), previous: previous)
+    }
+
+    static func decode(_ text: String, name: String) throws -> [UInt8] {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "=", with: "")
+        guard let bytes = Base64URL.decode(trimmed), bytes.count == SecretBox.keyLength else {
+            throw PushError(.validationError, "\(name) must be base64url of exactly 32 bytes")
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import PushCore
+import PushCrypto
+
+/// Checks a credential set before it is stored (R-APP-3), so that a set the worker cannot use is
+/// refused at entry. Every refusal is `VALIDATION_ERROR` with a message that never quotes the secret.
+public enum CredentialValidation {
+    /// Optional endpoint overrides a set's config may carry (tests and demos point them at fakes).
+    public static let overrideKeys: [CredentialKind: Set<String>] = [
+        .apns: ["apns_base_url_production", "apns_base_url_sandbox"],
+        .fcm: ["fcm_base_url", "fcm_token_uri"],
+        .webpush: [],
+    ]
+
+    /// Validates an APNs set: team id and key id are 10 letters or digits, the topic is a non-empty
+    /// bundle id without spaces, the `.p8` is a PKCS#8 PEM of a P-256 key (PROTOCOLS A.5).
+    /// - Returns: the config to store (`team_id`, `key_id`, `topic` and the overrides).
+    /// - Throws: `VALIDATION_ERROR`.
+    public static func apns(teamID: String, keyID: String, topic: String, p8PEM: [UInt8],
+                            overrides: [String: String] = [:]) throws -> [String: String] {
+        try identifier(teamID, name: "team id")
+        try identifier(keyID, name: "key id")
+        guard !topic.isEmpty, topic.count <= 255, !topic.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+            throw PushError(.validationError, "topic: must be the app's bundle id (non-empty, no spaces)")
+        }
+        guard let pem = String(bytes: p8PEM, encoding: .utf8) else {
+            throw PushError(.validationError, "p8 key: not UTF-8 text")
+        }
+        do {
+            _ = try JWTSigner.es256(privateKeyPEM: pem, keyId: keyID)
+        } catch let e as JWTError {
+            throw PushError(.validationError, "p8 key: not a P-256 PKCS#8 PEM private key (\(e.code))")
+        }
+        var config = try checkedOverrides(overrides, kind: .apns)
+        config["team_id"] = teamID
+        config["key_id"] = keyID
+        config["topic"] = topic
+        return config
+    }
+
+    /// Validates an FCM service-account key file (PROTOCOLS B.3): a JSON object whose `type` (when
+    /// present) is `service_account`, with non-empty `project_id`, `client_email` and an RSA
+    /// (≥ 2048-bit) `private_key`.
+    /// - Returns: the config to store (`project_id`, `client_email`, `private_key_id` if any, overrides).
+    /// - Throws: `VALIDATION_ERROR`.
+    public static func fcm(serviceAccountJSON: [UInt8], overrides: [String: String] = [:]) throws -> [String: String] {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(serviceAccountJSON))) as? [String: Any] else {
+            throw PushError(.validationError, "service account: not a JSON object")
+        }
+        if let type = object["type"], type as? String != "service_account" {
+            throw PushError(.validationError, "service account: type is not service_account")
+        }
+        func field(_ name: String) throws -> String {
+            guard let v = object[name] as? String, !v.isEmpty else {
+                throw PushError(.validationError, "service account: \(name) missing or empty")
+            }
+            return v
+        }
+        let project = try field("project_id"), email = try field("client_email"), key = try field("private_key")
+        do {
+            _ = try JWTSigner.rs256(privateKeyPEM: key)
+        } catch let e as JWTError {
+            throw PushError(.validationError, "service account: private_key is not a usable RSA key (\(e.code))")
+        }
+        var config = try checkedOverrides(overrides, kind: .fcm)
+        config["project_id"] = project
+        config["client_email"] = email
+        if let kid = object["private_key_id"] as? String, !kid.isEmpty { config["private_key_id"] = kid }
+        return config
+    }
+
+    static func identifier(_ text: String, name: String) throws {
+        guard text.count == 10, text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw PushError(.validationError, "\(name): must be exactly 10 letters or digits")
+        }
+    }
+
+    static func checkedOverrides(_ overrides: [String: String], kind: CredentialKind) throws -> [String: String] {
+        let allowed = overrideKeys[kind] ?? []
+        for (key, value) in overrides {
+            guard allowed.contains(key) else {
+                throw PushError(.validationError, "config: \(key.prefix(40)) is not a known \(kind.rawValue) override")
+            }
+            guard value.hasPrefix("https://"), URL(string: value)?.host != nil else {
+                throw PushError(.validationError, "config: \(key) must be an https:// URL")
+            }
+        }
+        return overrides
+    }
+}

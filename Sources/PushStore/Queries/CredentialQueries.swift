@@ -1,0 +1,51 @@
+/// SQL of app credential sets (R-APP-3, R-APP-4) and of the shared provider-token cache
+/// (`push_provider_tokens`), in one place. Parameterized, with explicit casts.
+enum CredentialQueries {
+    /// Columns every read returns. `version` changes whenever the set itself (config or sealed
+    /// secret) is replaced, not when only its state moves.
+    static let columns = """
+    app_id, kind, config::text AS config, sealed_secret, key_version, state, first_accepted_at, invalid_reason,
+    updated_at, md5(sealed_secret || convert_to(config::text, 'UTF8')) AS version
+    """
+
+    /// Upsert of one set: a replacement resets the state to `unverified` and clears the invalid
+    /// reason; `first_accepted_at` is kept for good (R-APP-3).
+    static let upsert = """
+    INSERT INTO push_credentials AS c (app_id, kind, config, sealed_secret, key_version, state, updated_at)
+    SELECT $1::uuid, $2::text, $3::jsonb, $4::bytea, 1, 'unverified', now()
+      FROM push_apps a WHERE a.id = $1::uuid AND a.deleted_at IS NULL
+    ON CONFLICT (app_id, kind) DO UPDATE
+       SET config = excluded.config, sealed_secret = excluded.sealed_secret,
+           state = 'unverified', invalid_reason = NULL, updated_at = now()
+    RETURNING \(columns)
+    """
+
+    static let byApp = "SELECT \(columns) FROM push_credentials WHERE app_id = $1::uuid ORDER BY kind"
+
+    static let all = "SELECT \(columns) FROM push_credentials ORDER BY app_id, kind FOR UPDATE"
+
+    /// Re-seal in place (key rotation): the state, first acceptance and version-relevant config stay.
+    static let reseal = """
+    UPDATE push_credentials SET sealed_secret = $3::bytea, key_version = key_version + 1
+     WHERE app_id = $1::uuid AND kind = $2::text
+    """
+
+    static let delete = "DELETE FROM push_credentials WHERE app_id = $1::uuid AND kind = $2::text"
+
+    // MARK: - Provider tokens
+
+    /// Serializes every caller of one cache key until the end of the transaction.
+    static let tokenLock = "SELECT pg_advisory_xact_lock(hashtext($1::text))"
+
+    static let tokenGet = """
+    SELECT token, extract(epoch FROM issued_at)::bigint AS issued_at, extract(epoch FROM expires_at)::bigint AS expires_at
+      FROM push_provider_tokens WHERE cache_key = $1::text
+    """
+
+    static let tokenPut = """
+    INSERT INTO push_provider_tokens (cache_key, token, issued_at, expires_at)
+    VALUES ($1::text, $2::text, to_timestamp($3::bigint), to_timestamp($4::bigint))
+    ON CONFLICT (cache_key) DO UPDATE
+       SET token = excluded.token, issued_at = excluded.issued_at, expires_at = excluded.expires_at
+    """
+}

@@ -1,0 +1,175 @@
+import Dispatch
+import Foundation
+import PushCore
+import PushProviders
+import PushStore
+
+/// The production router (R-MODE-2, R-APP-3, R-APP-4): test mode goes to the simulator; live mode
+/// goes by platform to the app's APNs / FCM client (Web Push once a `WebPushClientFactory` is given),
+/// each built from the app's credential set and kept across batches until the set is replaced.
+/// Credential states come from `push_credentials`: a set that is missing or `invalid` makes its
+/// platform unusable (the planner fails those deliveries `CREDENTIALS_INVALID` without a call); a
+/// set with a first acceptance is verified (R-PRV-2 blame).
+///
+/// The router has its own database connection, separate from the worker's queue connection.
+public final class LiveRouter: ProviderRouter, @unchecked Sendable {
+    /// Router settings; every field has a production default.
+    public struct Configuration {
+        /// CA bundle for provider TLS (`PUSHFLEET_PROVIDER_CA_FILE`); nil = the system store. Never disables verification.
+        public var caFile: String?
+        /// APNs per-request deadline, milliseconds (default 10 000).
+        public var apnsRequestTimeoutMillis: Int = 10_000
+        /// FCM per-request deadline, milliseconds (default 10 000).
+        public var fcmRequestTimeoutMillis: Int = 10_000
+        /// Builds Web Push clients (issue 7); nil = web deliveries answer "webpush not configured".
+        public var webPush: WebPushClientFactory?
+
+        public init(caFile: String? = nil) { self.caFile = caFile }
+    }
+
+    private let openConnection: () throws -> PGConnection
+    private let keys: CredentialKeys?
+    private let clients: LiveProviderClients
+    private let log: Log
+    private let lock = NSLock()
+    private var connection: PGConnection?
+    private var lastStates: [UUID: [CredentialSummary]] = [:]
+
+    /// - Parameters:
+    ///   - keys: credential sealing keys; nil = no live set can be opened (every live platform unusable).
+    ///   - apnsTokenCache: where APNs JWTs live; `PGProviderTokenCache` shares one per key across the fleet.
+    ///   - fcmTokenCache: where FCM access tokens live (process-local by default: not written to the database).
+    ///   - openConnection: opens the router's own connection (again after a failure).
+    public init(keys: CredentialKeys?, configuration: Configuration = Configuration(),
+                apnsTokenCache: ProviderTokenCache, fcmTokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
+                log: Log = .shared, openConnection: @escaping () throws -> PGConnection) {
+        self.keys = keys
+        self.openConnection = openConnection
+        self.log = log
+        self.clients = LiveProviderClients(settings: .init(
+            caFile: configuration.caFile, apnsRequestTimeoutMillis: configuration.apnsRequestTimeoutMillis,
+            fcmRequestTimeoutMillis: configuration.fcmRequestTimeoutMillis, apnsTokenCache: apnsTokenCache,
+            fcmTokenCache: fcmTokenCache, webPush: configuration.webPush))
+    }
+
+    /// The router `pushfleet worker` runs: keys from `PUSHFLEET_CREDENTIALS_KEY` (and `_PREVIOUS`), CA file
+    /// from `PUSHFLEET_PROVIDER_CA_FILE`, APNs JWTs shared through PostgreSQL.
+    /// - Throws: `VALIDATION_ERROR` for a malformed key (a missing key only logs a warning: live mode is then off).
+    public static func fromEnvironment(databaseURL: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+                                       log: Log = .shared) throws -> LiveRouter {
+        var keys: CredentialKeys?
+        if environment[CredentialKeys.currentVariable].map({ !$0.isEmpty }) == true {
+            keys = try CredentialKeys.fromEnvironment(environment)
+        } else {
+            log.warn("live.no_credentials_key", ["variable": CredentialKeys.currentVariable,
+                                                 "effect": "live deliveries fail CREDENTIALS_INVALID"])
+        }
+        let ca = environment["PUSHFLEET_PROVIDER_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        let open = { try PGConnection.connect(databaseURL) }
+        return LiveRouter(keys: keys, configuration: Configuration(caFile: ca),
+                          apnsTokenCache: PGProviderTokenCache(log: log, openConnection: open), log: log, openConnection: open)
+    }
+
+    /// Provider clients built since start (one per app and kind, unless a set was replaced).
+    public var clientsBuilt: Int { lock.withLock { clients.built } }
+
+    // MARK: - ProviderRouter
+
+    /// Unusable: platforms whose set is missing or `invalid` (all, without keys); verified: sets with a
+    /// first acceptance (R-APP-3). Reads the database once; a failed read is retried on a fresh connection.
+    /// - Throws: `PGError` when the database stays unreachable.
+    public func credentialStates(appID: UUID) throws -> CredentialStates {
+        let summaries = try lock.withLock { try readStates(appID: appID) }
+        var states = CredentialStates(unusable: Set(Platform.allCases), verified: [])
+        guard keys != nil else { return states }
+        for s in summaries {
+            if s.state != .invalid { states.unusable.remove(s.kind.platform) }
+            if s.isVerified { states.verified.insert(s.kind.platform) }
+        }
+        return states
+    }
+
+    /// Test mode: the simulator. Live mode: one concurrent batch per platform to the app's client.
+    public func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
+        if mode == .test { return pushes.map(SimulatorOnlyRouter.simulate) }
+        var groups: [(kind: CredentialKind, indices: [Int], client: Result<PushProvider, PushError>)] = []
+        lock.withLock {
+            let summaries = lastStates[appID] ?? ((try? readStates(appID: appID)) ?? [])
+            for kind in CredentialKind.allCases {
+                let indices = pushes.indices.filter { CredentialKind(platform: pushes[$0].platform) == kind }
+                if indices.isEmpty { continue }
+                guard let summary = summaries.first(where: { $0.kind == kind }) else {
+                    groups.append((kind, indices, .failure(PushError(.credentialsInvalid, "no \(kind.rawValue) set"))))
+                    continue
+                }
+                groups.append((kind, indices, clients.client(for: summary) { try self.loadSet(appID: appID, kind: kind) }))
+            }
+        }
+        var answers = [(ProviderKind, ProviderAnswer)?](repeating: nil, count: pushes.count)
+        let answersLock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: groups.count) { g in
+            let group = groups[g]
+            let provider = Self.providerKind(group.kind)
+            let result: [ProviderAnswer]
+            switch group.client {
+            case .success(let client):
+                result = client.send(group.indices.map { Self.request(pushes[$0], index: $0) })
+            case .failure(let error):
+                log.warn("live.client_unavailable", ["app_id": appID.uuidString.lowercased(), "kind": group.kind.rawValue,
+                                                      "error": error.code.rawValue])
+                result = group.indices.map { _ in
+                    ProviderAnswer(transport: .notSent, rawDetail: "\(group.kind.rawValue) client unavailable: \(error.message)")
+                }
+            }
+            answersLock.withLock {
+                for (slot, answer) in zip(group.indices, result) { answers[slot] = (provider, answer) }
+            }
+        }
+        return answers.map { $0 ?? (.simulator, ProviderAnswer(transport: .notSent, rawDetail: "no answer from provider")) }
+    }
+
+    // MARK: - Mapping
+
+    /// The provider request for one push: `apns-id` lower-case and stable across attempts, priority,
+    /// `apns-expiration`, collapse id, FCM/Web Push body as built (PROTOCOLS A.2, B.4).
+    public static func request(_ p: OutboundPush, index: Int) -> ProviderRequest {
+        ProviderRequest(deliveryId: Int64(index), deviceToken: p.token, apnsEnvironment: p.apnsEnvironment ?? .production,
+                        payload: p.body, priority: p.priority, expirationUnixSeconds: p.apnsExpiration,
+                        collapseId: p.collapseKey, apnsId: p.apnsID.uuidString.lowercased(),
+                        ttlSeconds: Int64(p.secondsLeft))
+    }
+
+    static func providerKind(_ kind: CredentialKind) -> ProviderKind {
+        switch kind {
+        case .apns: return .apns
+        case .fcm: return .fcm
+        case .webpush: return .webpush
+        }
+    }
+
+    // MARK: - Database (called under `lock`)
+
+    private func readStates(appID: UUID) throws -> [CredentialSummary] {
+        let summaries: [CredentialSummary]
+        do {
+            summaries = try CredentialStore(connection: try ensureConnection(), keys: keys).states(appID: appID)
+        } catch is PGError {
+            connection = nil
+            summaries = try CredentialStore(connection: try ensureConnection(), keys: keys).states(appID: appID)
+        }
+        lastStates[appID] = summaries
+        clients.retain(appID: appID, kinds: Set(summaries.map(\.kind)))
+        return summaries
+    }
+
+    private func loadSet(appID: UUID, kind: CredentialKind) throws -> CredentialSet? {
+        try CredentialStore(connection: try ensureConnection(), keys: keys).load(appID: appID).first { $0.summary.kind == kind }
+    }
+
+    private func ensureConnection() throws -> PGConnection {
+        if let c = connection, c.isHealthy { return c }
+        let c = try openConnection()
+        connection = c
+        return c
+    }
+}

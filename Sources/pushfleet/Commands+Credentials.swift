@@ -1,0 +1,98 @@
+import Foundation
+import PushCore
+import PushStore
+
+/// `pushfleet apps credentials ...` (R-APP-3): set, show, remove, rotate-key. Secrets are read from
+/// files, sealed before they reach the database, and never printed.
+extension Commands {
+    static let credentialsHelp = """
+    Usage: pushfleet apps credentials set APP_ID --kind apns --team-id TEAM --key-id KEY --topic BUNDLE_ID --p8-file FILE
+                                      [--apns-base-url-production URL] [--apns-base-url-sandbox URL]
+           pushfleet apps credentials set APP_ID --kind fcm --service-account-file FILE [--fcm-base-url URL] [--fcm-token-uri URL]
+           pushfleet apps credentials show APP_ID
+           pushfleet apps credentials remove APP_ID --kind apns|fcm
+           pushfleet apps credentials rotate-key
+      Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY (base64url, 32 bytes). A new set starts unverified;
+      replacing a set resets its state, its first acceptance time is kept (R-APP-3). rotate-key re-seals every
+      set under PUSHFLEET_CREDENTIALS_KEY, opening each with it or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS.
+    """
+
+    /// A set as printed: identifiers and state, never the secret.
+    struct CredentialView: Encodable {
+        var appId: UUID
+        var kind: String
+        var state: String
+        var firstAcceptedAt: Date?
+        var invalidReason: String?
+        var updatedAt: Date
+        var identifiers: [String: String]
+
+        init(_ s: CredentialSummary) {
+            appId = s.appID
+            kind = s.kind.rawValue
+            state = s.state.rawValue
+            firstAcceptedAt = s.firstAcceptedAt
+            invalidReason = s.invalidReason
+            updatedAt = s.updatedAt
+            identifiers = s.identifiers
+        }
+
+        var line: String {
+            let ids = identifiers.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "  ")
+            return "\(kind)  state=\(state)  first_accepted_at=\(iso(firstAcceptedAt))"
+                + (invalidReason.map { "  invalid_reason=\($0)" } ?? "") + "  \(ids)"
+        }
+    }
+
+    static func credentials(_ args: Arguments, _ out: Output) throws {
+        let sub = args.positional.count > 2 ? args.positional[2] : ""
+        let env = ProcessInfo.processInfo.environment
+        switch sub {
+        case "set":
+            let appID = try appID(args, position: 3)
+            let store = CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment(env))
+            let kindText = try args.required("kind")
+            guard let kind = CredentialKind(rawValue: kindText), kind != .webpush else {
+                throw PushError(.validationError, "kind: must be apns or fcm")
+            }
+            var config: [String: String] = [:]
+            let secretPath: String
+            switch kind {
+            case .apns:
+                config["team_id"] = try args.required("team-id")
+                config["key_id"] = try args.required("key-id")
+                config["topic"] = try args.required("topic")
+                secretPath = try args.required("p8-file")
+            default:
+                secretPath = try args.required("service-account-file")
+            }
+            for key in CredentialValidation.overrideKeys[kind] ?? [] {
+                if let v = args.value(key.replacingOccurrences(of: "_", with: "-")) { config[key] = v }
+            }
+            guard let data = FileManager.default.contents(atPath: secretPath) else {
+                throw PushError(.validationError, "cannot read \(secretPath)")
+            }
+            let summary = try store.set(appID: appID, kind: kind, config: config, secret: Array(data))
+            out.emit(CredentialView(summary)) { "stored " + CredentialView(summary).line }
+        case "show":
+            let appID = try appID(args, position: 3)
+            let views = try CredentialStore(connection: try connect(), keys: nil).states(appID: appID).map(CredentialView.init)
+            out.emit(views) { views.isEmpty ? "no credential sets" : views.map(\.line).joined(separator: "\n") }
+        case "remove":
+            let appID = try appID(args, position: 3)
+            guard let kind = CredentialKind(rawValue: try args.required("kind")) else {
+                throw PushError(.validationError, "kind: must be apns, fcm or webpush")
+            }
+            guard try CredentialStore(connection: try connect(), keys: nil).remove(appID: appID, kind: kind) else {
+                throw PushError(.notFound, "no \(kind.rawValue) set for app \(appID.uuidString.lowercased())")
+            }
+            out.emit(KV(fields: ["removed": kind.rawValue])) { "removed the \(kind.rawValue) set" }
+        case "rotate-key":
+            let n = try CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment(env)).rotateKey()
+            out.emit(KV(fields: ["resealed": String(n)])) { "re-sealed \(n) credential set(s) under \(CredentialKeys.currentVariable)" }
+        default:
+            print(credentialsHelp)
+            if !args.flag("help") { throw CLIError.usage("apps credentials: give set, show, remove or rotate-key") }
+        }
+    }
+}
