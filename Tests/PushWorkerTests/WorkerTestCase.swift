@@ -28,6 +28,18 @@ final class RecordingRouter: ProviderRouter, @unchecked Sendable {
     var pushes: [OutboundPush] { lock.withLock { recorded } }
 }
 
+/// A value shared between a test and the threads it starts, guarded by a lock.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value { lock.withLock { stored } }
+
+    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+}
+
 /// One `push_deliveries` row.
 struct DeliveryRowT {
     var deviceID: UUID
