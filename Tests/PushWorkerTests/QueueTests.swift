@@ -67,6 +67,18 @@ final class QueueTests: WorkerTestCase {
         XCTAssertTrue(Set(claimed.map { $0.id }).isDisjoint(with: lockedIDs))
     }
 
+    /// The claim stays round-robin across apps after skipping locked rows: an app that queued
+    /// two jobs after another app's ten gets its turn within the first claim of four.
+    func testClaimTakesAppsInTurn() throws {
+        let busy = try createApp(name: "busy"), quiet = try createApp(name: "quiet")
+        for i in 0..<10 { _ = try enqueue(busy, users: ["u\(i)"]) }
+        let q1 = try enqueue(quiet, users: ["q1"]), q2 = try enqueue(quiet, users: ["q2"])
+        let claimed = try QueueStore(connection: workerConn).jobClaimBatch(owner: "w", limit: 4, leaseSeconds: 30)
+        XCTAssertEqual(claimed.count, 4)
+        XCTAssertEqual(Set(claimed.filter { $0.notification.appID == quiet }.map { $0.notification.id }), [q1, q2])
+        XCTAssertEqual(claimed.filter { $0.notification.appID == busy }.count, 2)
+    }
+
     /// R-SEND-2: a scheduled job is not claimed before send_at, and is claimed once due.
     func testScheduledJobIsNotClaimedBeforeSendAt() throws {
         let app = try createApp()

@@ -40,6 +40,12 @@ final class LockedBox<Value>: @unchecked Sendable {
     func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
 }
 
+/// The queue still had open jobs when `drain` gave up.
+struct DrainTimeout: Error, CustomStringConvertible {
+    var seconds: TimeInterval
+    var description: String { "queue not drained within \(seconds) s" }
+}
+
 /// One `push_deliveries` row.
 struct DeliveryRowT {
     var deviceID: UUID
@@ -103,18 +109,19 @@ class WorkerTestCase: XCTestCase {
     }
 
     /// Runs `worker.runOnce` until no job is available or running (waiting for scheduled retries),
-    /// at most `timeout` seconds.
-    func drain(_ worker: Worker, connection: PGConnection? = nil, timeout: TimeInterval = 30,
-               file: StaticString = #filePath, line: UInt = #line) throws {
+    /// at most `timeout` seconds. Uses only `connection` (default `workerConn`), so threads can
+    /// drain concurrently, each with its own connection.
+    func drain(_ worker: Worker, connection: PGConnection? = nil, timeout: TimeInterval = 30) throws {
         let c = connection ?? workerConn!
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if try worker.runOnce(connection: c) > 0 { continue }
-            let open = try int("SELECT count(*)::int AS n FROM push_jobs WHERE state IN ('available', 'running')")
+            let open = try c.exec("SELECT count(*)::int AS n FROM push_jobs WHERE state IN ('available', 'running')")
+                .int(0, 0)
             if open == 0 { return }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        XCTFail("queue not drained within \(timeout) s", file: file, line: line)
+        throw DrainTimeout(seconds: timeout)
     }
 
     // MARK: - Apps, devices, notifications
