@@ -26,7 +26,8 @@ final class PayloadSizeTests: WorkerTestCase {
                         placeholders: AppPlaceholders(), requireEncryption: false, mode: .test).sizeCheck(for: device)!
     }
 
-    /// R-SEND-7 + R-SEND-9: for an encrypted iOS, an encrypted Android and a plaintext iOS payload,
+    /// R-SEND-7 + R-SEND-9: for an encrypted iOS, an encrypted Android, a plaintext iOS and a Web
+    /// Push payload (body = plaintext + 103),
     /// the largest content that fits is sent (final size <= 4096, as the rule computed), and one
     /// content byte more is refused PUSH_PAYLOAD_TOO_LARGE, stating 1 byte to cut, and refunded.
     func testLargestFittingPayloadPassesAndOneByteMoreIsRefusedAndRefunded() throws {
@@ -34,10 +35,12 @@ final class PayloadSizeTests: WorkerTestCase {
         let iosKey = try P256PrivateKey.generate(), androidKey = try P256PrivateKey.generate()
         let kinds: [(user: String, platform: String, key: P256PrivateKey?)] = [
             ("enc-ios", "ios", iosKey), ("enc-android", "android", androidKey), ("plain-ios", "ios", nil),
+            ("web", "web", nil),
         ]
         var checks: [(label: String, device: UUID, fits: UUID, over: UUID, size: Int, platform: String)] = []
         for k in kinds {
-            let device = try register(app, user: k.user, platform: k.platform, key: k.key)
+            let device = k.platform == "web" ? try registerWeb(app, user: k.user)
+                : try register(app, user: k.user, platform: k.platform, key: k.key)
             let snapshot = DeviceSnapshot(platform: k.platform, token: "t",
                                           apnsEnvironment: k.platform == "ios" ? .sandbox : nil,
                                           publicKey: k.key?.publicKey.raw, kid: k.key?.publicKey.kid)
@@ -53,8 +56,8 @@ final class PayloadSizeTests: WorkerTestCase {
             XCTAssertEqual(ok.status, "sent", c.label)
             XCTAssertLessThanOrEqual(c.size, PayloadSizeRule.limit, c.label)
             let payload = try XCTUnwrap(ok.payload, c.label)
-            if c.platform == "ios" {
-                XCTAssertEqual(payload.count, c.size, "APNs measure is the whole body (\(c.label))")
+            if c.platform == "ios" || c.platform == "web" {
+                XCTAssertEqual(payload.count, c.size, "APNs / Web Push measure is the whole body (\(c.label))")
             } else {
                 let data = (json(payload)["message"] as? [String: Any])?["data"] as? [String: Any]
                 let hk = try XCTUnwrap(data?["hk"] as? String, c.label)
