@@ -19,10 +19,12 @@ enum JobQueries {
                row_number() OVER (PARTITION BY app_id ORDER BY priority DESC, run_at, id) AS turn
           FROM window_jobs
     ), picked AS (
+        -- LIMIT above the row locks: a row another claim holds is skipped without using up the limit.
         SELECT j.id FROM push_jobs j
-          JOIN (SELECT id, turn, priority, run_at FROM ranked ORDER BY turn, priority DESC, run_at, id LIMIT $2::int) r
-            ON r.id = j.id
+          JOIN ranked r ON r.id = j.id
          WHERE j.state = 'available'
+         ORDER BY r.turn, r.priority DESC, r.run_at, r.id
+         LIMIT $2::int
          FOR UPDATE OF j SKIP LOCKED
     ), claimed AS (
         UPDATE push_jobs j

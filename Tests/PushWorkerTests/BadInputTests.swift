@@ -1,0 +1,128 @@
+import Foundation
+import PushCore
+import PushCrypto
+import PushStore
+@testable import PushWorker
+import XCTest
+
+/// Issue 2 "Bad input": rows the registry would never write (corrupt key, unknown platform,
+/// non-object data) or an app deleted under a queued notification. Each fails only what it
+/// touches, is refunded (R-SEND-9), and nothing is lost: every notification ends final and every
+/// job completed.
+final class BadInputTests: WorkerTestCase {
+    /// Every notification final and every job completed (none discarded, none left running).
+    private func assertNothingLost(file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try int("SELECT count(*)::int FROM push_notifications WHERE finished_at IS NULL"), 0,
+                       "a notification was left unfinished", file: file, line: line)
+        XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state <> 'completed'"), 0,
+                       "a job was not completed", file: file, line: line)
+        XCTAssertEqual(try int("SELECT count(*)::int FROM push_deliveries WHERE status = 'retrying'"), 0,
+                       file: file, line: line)
+    }
+
+    /// Eight good devices (keyed and keyless, both platforms: the batch is sealed across cores).
+    private func goodDevices(_ app: UUID, user: String) throws -> [UUID] {
+        try (0..<8).map { i in
+            try register(app, user: user, platform: i % 2 == 0 ? "ios" : "android",
+                         key: i % 4 < 2 ? try P256PrivateKey.generate() : nil)
+        }
+    }
+
+    /// A stored key that is 65 bytes with prefix 0x04 but not on the curve fails that delivery
+    /// INVALID_DEVICE_KEY (refunded); the other devices of the batch are sent.
+    func testCorruptStoredKeyFailsOnlyThatDelivery() throws {
+        let app = try createApp()
+        let good = try goodDevices(app, user: "u1")
+        let corrupt = try register(app, user: "u1", platform: "ios", key: try P256PrivateKey.generate())
+        let n = try enqueue(app, users: ["u1"])
+        let offCurve = [UInt8(0x04)] + [UInt8](repeating: 0, count: 31) + [1] + [UInt8](repeating: 0, count: 31) + [1]
+        XCTAssertEqual(try conn.exec("UPDATE push_devices SET public_key = $1 WHERE id = $2",
+                                     [.bytea(offCurve), .uuid(corrupt)]).affectedRowCount, 1)
+        XCTAssertThrowsError(try P256PublicKey(raw: offCurve), "the point really is off the curve")
+        try drain(try makeWorker())
+
+        let rows = try deliveries(n)
+        XCTAssertEqual(rows[corrupt]?.status, "failed")
+        XCTAssertEqual(rows[corrupt]?.errorCode, "INVALID_DEVICE_KEY")
+        XCTAssertNil(rows[corrupt]?.payload)
+        XCTAssertEqual(try net(n, corrupt), 0, "refunded")
+        for d in good { XCTAssertEqual(rows[d]?.status, "sent") }
+        XCTAssertEqual(try notification(n).status, "sent")
+        XCTAssertEqual(try notification(n).deviceCount, good.count)
+        try assertLedgerInvariants(n)
+        try assertNothingLost()
+    }
+
+    /// A device row with a platform this worker does not know fails UNKNOWN_PLATFORM for that one
+    /// only (refunded), without failing the batch.
+    func testUnknownPlatformFailsOnlyThatDelivery() throws {
+        let app = try createApp()
+        let good = try goodDevices(app, user: "u1")
+        let odd = try register(app, user: "u1", platform: "android")
+        let n = try enqueue(app, users: ["u1"])
+        XCTAssertEqual(try conn.exec("UPDATE push_devices SET platform = 'blackberry' WHERE id = $1", [.uuid(odd)])
+            .affectedRowCount, 1)
+        try drain(try makeWorker())
+
+        let rows = try deliveries(n)
+        XCTAssertEqual(rows[odd]?.status, "failed")
+        XCTAssertEqual(rows[odd]?.errorCode, "UNKNOWN_PLATFORM")
+        XCTAssertEqual(try net(n, odd), 0, "refunded")
+        for d in good { XCTAssertEqual(rows[d]?.status, "sent") }
+        XCTAssertEqual(try notification(n).deviceCount, good.count)
+        try assertLedgerInvariants(n)
+        try assertNothingLost()
+    }
+
+    /// `data` that is not a JSON object fails every delivery INVALID_DATA, all refunded, and the
+    /// notification still ends (failed ALL_DEVICES_REFUSED); a notification queued beside it is unaffected.
+    func testNonObjectDataFailsEveryDeliveryInvalidDataAndTheNotificationEnds() throws {
+        let app = try createApp()
+        let devices = try goodDevices(app, user: "u1")
+        let n = try enqueue(app, users: ["u1"]) { $0.data = #"{"a":1}"# }
+        let fine = try enqueue(app, users: ["u1"]) { $0.data = #"{"a":2}"# }
+        XCTAssertEqual(try conn.exec("UPDATE push_notifications SET data = '[1,2]' WHERE id = $1", [.uuid(n)])
+            .affectedRowCount, 1)
+        try drain(try makeWorker())
+
+        let rows = try deliveries(n)
+        XCTAssertEqual(rows.count, devices.count)
+        for d in devices {
+            XCTAssertEqual(rows[d]?.errorCode, "INVALID_DATA")
+            XCTAssertEqual(try ledger(n)[d]?.refunds, 1, "refunded")
+        }
+        let state = try notification(n)
+        XCTAssertEqual(state.status, "failed")
+        XCTAssertEqual(state.errorCode, "ALL_DEVICES_REFUSED")
+        XCTAssertEqual(state.deviceCount, 0)
+        XCTAssertEqual(try notification(fine).status, "sent")
+        XCTAssertEqual(try notification(fine).deviceCount, devices.count)
+        try assertLedgerInvariants(n)
+        try assertNothingLost()
+    }
+
+    /// A notification whose app was deleted before its send time ends NO_DEVICES, every
+    /// acceptance charge refunded with a DEVICE_GONE delivery; nothing reaches a provider.
+    func testAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() throws {
+        let app = try createApp()
+        let devices = try goodDevices(app, user: "u1")
+        let n = try enqueue(app, users: ["u1"]) { $0.sendAt = Date().addingTimeInterval(0.4) }
+        XCTAssertTrue(try AppStore(connection: conn).appDelete(id: app))
+        let router = RecordingRouter()
+        try drain(try makeWorker(router))
+
+        XCTAssertTrue(router.pushes.isEmpty, "nothing handed to a provider")
+        let state = try notification(n)
+        XCTAssertEqual(state.status, "failed")
+        XCTAssertEqual(state.errorCode, "NO_DEVICES")
+        let rows = try deliveries(n)
+        XCTAssertEqual(rows.count, devices.count)
+        for d in devices {
+            XCTAssertEqual(rows[d]?.errorCode, "DEVICE_GONE")
+            XCTAssertEqual(try ledger(n)[d]?.charges, 1)
+            XCTAssertEqual(try ledger(n)[d]?.refunds, 1)
+        }
+        try assertLedgerInvariants(n)
+        try assertNothingLost()
+    }
+}
