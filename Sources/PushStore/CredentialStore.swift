@@ -22,8 +22,9 @@ public final class CredentialStore {
     /// - Parameters:
     ///   - config: apns: `team_id`, `key_id`, `topic` plus overrides; fcm: overrides only (the
     ///     identifiers are read from the service account).
-    ///   - secret: the `.p8` PEM text (apns) or the service-account JSON (fcm).
-    /// - Throws: `VALIDATION_ERROR` (bad set, or no key configured; `webpush` sets come with issue 7),
+    ///   - secret: the `.p8` PEM text (apns), the service-account JSON (fcm) or the VAPID private key
+    ///     PEM (webpush, with `subject` in `config`).
+    /// - Throws: `VALIDATION_ERROR` (bad set, or no key configured),
     ///   `NOT_FOUND` (no such live app), `PGError`.
     @discardableResult
     public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> CredentialSummary {
@@ -38,7 +39,7 @@ public final class CredentialStore {
             for k in ["project_id", "client_email", "private_key_id"] { rest.removeValue(forKey: k) }
             stored = try CredentialValidation.fcm(serviceAccountJSON: secret, overrides: rest)
         case .webpush:
-            throw PushError(.validationError, "webpush credentials are not supported by this release")
+            stored = try CredentialValidation.webpush(subject: rest["subject"] ?? "", privateKeyPEM: secret)
         }
         let sealed = try SecretBox.seal(plaintext: secret, key: try requireKeys().current, aad: Self.aad(appID, kind))
         let r = try connection.exec(CredentialQueries.upsert, [

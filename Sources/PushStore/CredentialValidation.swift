@@ -12,6 +12,26 @@ public enum CredentialValidation {
         .webpush: [],
     ]
 
+    /// Validates a Web Push VAPID set (RFC 8292): the private key is a P-256 PKCS#8 PEM, and the
+    /// contact `subject` is a `mailto:` or `https:` URI (Apple's service requires one).
+    /// - Returns: the config to store (`subject`, `public_key` = the browsers' `applicationServerKey`).
+    /// - Throws: `VALIDATION_ERROR`.
+    public static func webpush(subject: String, privateKeyPEM: [UInt8]) throws -> [String: String] {
+        guard subject.hasPrefix("mailto:") || subject.hasPrefix("https://"), subject.count <= 255,
+              !subject.contains(where: { $0.isWhitespace }) else {
+            throw PushError(.validationError, "subject: must be a mailto: or https: contact URI (RFC 8292 §2.1)")
+        }
+        guard let pem = String(bytes: privateKeyPEM, encoding: .utf8) else {
+            throw PushError(.validationError, "vapid key: not UTF-8 text")
+        }
+        do {
+            let keys = try VAPIDKeys(privateKeyPEM: pem)
+            return ["subject": subject, "public_key": keys.publicKeyBase64URL]
+        } catch {
+            throw PushError(.validationError, "vapid key: not a P-256 PKCS#8 PEM private key")
+        }
+    }
+
     /// Validates an APNs set: team id and key id are 10 letters or digits, the topic is a non-empty
     /// bundle id without spaces, the `.p8` is a PKCS#8 PEM of a P-256 key (PROTOCOLS A.5).
     /// - Returns: the config to store (`team_id`, `key_id`, `topic` and the overrides).

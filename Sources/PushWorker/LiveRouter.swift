@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PushCore
+import PushCrypto
 import PushProviders
 import PushStore
 
@@ -66,8 +67,23 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         }
         let ca = environment["PUSHFLEET_PROVIDER_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         let open = { try PGConnection.connect(databaseURL) }
-        return LiveRouter(keys: keys, configuration: Configuration(caFile: ca),
+        var configuration = Configuration(caFile: ca)
+        // Tests only: let Web Push reach a fake on 127.0.0.1 (never set in production).
+        configuration.webPush = LiveRouter.webPushFactory(allowLoopback: environment["PUSHFLEET_WEBPUSH_ALLOW_LOOPBACK"] == "1")
+        return LiveRouter(keys: keys, configuration: configuration,
                           apnsTokenCache: PGProviderTokenCache(log: log, openConnection: open), log: log, openConnection: open)
+    }
+
+    /// Builds the Web Push client of a VAPID set (RFC 8292): its key pair from the sealed PEM, its
+    /// `subject` from the set's config. `allowLoopback` lets tests reach a fake on 127.0.0.1.
+    public static func webPushFactory(allowLoopback: Bool = false) -> WebPushClientFactory {
+        return { set, http in
+            var c = WebPushClient.Configuration(subject: set.summary.identifiers["subject"] ?? "")
+            c.allowLoopback = allowLoopback
+            c.http = http
+            return try WebPushClient.make(keys: try VAPIDKeys(privateKeyPEM: String(decoding: set.secret, as: UTF8.self)),
+                                          configuration: c)
+        }
     }
 
     /// Provider clients built since start (one per app and kind, unless a set was replaced).

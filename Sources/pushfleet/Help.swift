@@ -31,6 +31,8 @@ enum Help {
     Usage: pushfleet apps create --name NAME [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
            pushfleet apps show ID | pushfleet apps delete ID
+           pushfleet apps credentials set|show|remove|rotate-key ...   (see pushfleet apps credentials --help)
+           pushfleet apps vapid create ID --subject mailto:...          (Web Push, RFC 8292)
            pushfleet apps credentials set|show|remove|rotate-key ...  (see pushfleet apps credentials --help)
     """
 

@@ -27,7 +27,9 @@ do {
     let known: [String: Set<String>] = [
         "migrate": ["sql-dir"],
         "worker": ["claim-limit", "batch-size", "lease-seconds", "poll-interval", "until-drained", "metrics-addr"],
-        "apps": ["name", "require-encryption", "placeholder-title", "placeholder-body", "app"],
+        "apps": ["name", "require-encryption", "placeholder-title", "placeholder-body", "app", "kind", "team-id", "key-id",
+                 "topic", "p8-file", "service-account-file", "apns-base-url-production", "apns-base-url-sandbox",
+                 "fcm-base-url", "fcm-token-uri", "subject"],
         "devices": ["app", "mode", "platform", "token", "user", "apns-environment", "encryption-public-key", "remove-key", "endpoint", "p256dh", "auth", "allow-loopback-endpoints", "active"],
         "send": ["app", "mode", "user", "device", "title", "body", "data", "badge", "sound", "thread-id", "collapse-key", "priority", "send-at", "ttl", "idempotency-key", "sms-phone", "sms-text"],
         "notifications": [],
@@ -47,6 +49,7 @@ do {
         try Commands.worker(args, out)
     case "apps":
         if sub == "credentials" { try Commands.credentials(args, out); break }
+        if sub == "vapid" { try Commands.vapid(args, out); break }
         if args.flag("help") || sub == nil { print(Help.apps); break }
         try Commands.apps(sub!, args, out)
     case "devices":
