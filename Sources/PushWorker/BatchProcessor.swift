@@ -249,9 +249,17 @@ public final class BatchProcessor {
 
     static func content(of n: NotificationRow) throws -> NotificationContent {
         let data = try n.data.map { try JSONParser.parseDataObject($0) }
-        return NotificationContent(title: n.title, body: n.body, data: data, badge: n.badge, sound: n.sound,
-                                   threadId: n.threadID, collapseKey: n.collapseKey,
-                                   priority: Priority(rawValue: n.priority) ?? .high)
+        let content = NotificationContent(title: n.title, body: n.body, data: data, badge: n.badge, sound: n.sound,
+                                          threadId: n.threadID, collapseKey: n.collapseKey,
+                                          priority: Priority(rawValue: n.priority) ?? .high)
+        // The API may call push_enqueue without the CLI's checks: reserved data keys (`hk` would pass
+        // for an envelope on Android) and the like are refused here too, as INVALID_DATA.
+        do {
+            try content.validate()
+        } catch let e as PushError {
+            throw PushError(.invalidData, e.message)
+        }
+        return content
     }
 
     static func isFinal(_ d: BatchDeviceRow) -> Bool {

@@ -101,6 +101,25 @@ final class BadInputTests: WorkerTestCase {
         try assertNothingLost()
     }
 
+    /// A reserved `data` key (`hk`: an Android app would read it as an envelope) that reached the
+    /// queue without the CLI's acceptance check (the API called push_enqueue directly) is refused
+    /// INVALID_DATA at send time, refunded, and nothing reaches a provider.
+    func testReservedDataKeyThatBypassedAcceptanceIsRefusedAtSendTime() throws {
+        let app = try createApp()
+        let devices = try goodDevices(app, user: "u1")
+        let n = try enqueue(app, users: ["u1"]) { $0.data = #"{"hk":"{\"v\":2}"}"# }
+        let router = RecordingRouter()
+        try drain(try makeWorker(router))
+        XCTAssertTrue(router.pushes.isEmpty, "nothing handed to a provider")
+        let rows = try deliveries(n)
+        for d in devices {
+            XCTAssertEqual(rows[d]?.errorCode, "INVALID_DATA")
+            XCTAssertEqual(try ledger(n)[d]?.refunds, 1, "refunded")
+        }
+        try assertLedgerInvariants(n)
+        try assertNothingLost()
+    }
+
     /// A notification whose app was deleted before its send time ends NO_DEVICES, every
     /// acceptance charge refunded with a DEVICE_GONE delivery; nothing reaches a provider.
     func testAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() throws {
