@@ -59,6 +59,7 @@ public final class Worker: @unchecked Sendable {
             do {
                 let conn = try ensureConnection()
                 guard try readiness.admit(conn) else {  // schema too old or read-only: claim nothing
+                    connection = nil  // a fresh session picks up changed server settings
                     pause(backoff)
                     backoff = min(backoff * 2, 5)
                     continue
