@@ -5,8 +5,9 @@ public struct LedgerViolation: Sendable, Equatable, Codable {
     /// Stable kind: `DUPLICATE_CHARGE`, `DUPLICATE_REFUND`, `REFUND_WITHOUT_CHARGE`,
     /// `NET_MISMATCH`, `DEVICE_COUNT_MISMATCH`.
     public var violation: String
+    /// The notification concerned.
     public var notificationID: UUID
-    /// Nil for a notification-level violation (`DEVICE_COUNT_MISMATCH`).
+    /// The device concerned; nil for a notification-level violation (`DEVICE_COUNT_MISMATCH`).
     public var deviceID: UUID?
     /// Human detail (counts, the delivery's ending, what it nets and should net).
     public var detail: String
@@ -14,9 +15,13 @@ public struct LedgerViolation: Sendable, Equatable, Codable {
 
 /// What a ledger check covered.
 public struct LedgerCheckScope: Sendable, Equatable, Codable {
+    /// Notifications accepted in the window.
     public var notifications: Int
+    /// Of those, the final ones (sent, sms_fallback, failed, cancelled).
     public var finalNotifications: Int
+    /// Their ledger rows (charges and refunds).
     public var ledgerRows: Int
+    /// Their delivery rows.
     public var deliveries: Int
 }
 

@@ -11,6 +11,7 @@ public final class ReadinessGate {
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
+        /// Work may be claimed.
         case ready
         /// `schema_migrations` is behind this build: run `pushfleet migrate`.
         case schemaTooOld(found: Int, needed: Int)

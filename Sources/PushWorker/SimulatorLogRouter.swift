@@ -4,8 +4,11 @@ import PushProviders
 
 /// A failure to open the simulator log, with a stable code (`SIMULATOR_LOG`).
 public struct SimulatorLogError: Error, CustomStringConvertible, Sendable {
+    /// Stable code.
     public var code = "SIMULATOR_LOG"
+    /// Human message (path and errno).
     public var message: String
+    /// `CODE: message`.
     public var description: String { "\(code): \(message)" }
 }
 
@@ -51,8 +54,10 @@ public final class SimulatorLogRouter: ProviderRouter {
         self.log = log
     }
 
+    /// The inner router's credential states (unchanged).
     public func credentialStates(appID: UUID) throws -> CredentialStates { try inner.credentialStates(appID: appID) }
 
+    /// The inner router's answers, in order; accepted simulator pushes are logged first.
     public func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
         let answers = inner.send(appID: appID, mode: mode, pushes: pushes)
         let app = appID.uuidString.lowercased()
