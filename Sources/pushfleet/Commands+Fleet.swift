@@ -8,11 +8,19 @@ extension Commands {
     static let simulatorLogVariable = "PUSHFLEET_SIMULATOR_LOG"
 
     /// `--metrics-addr HOST:PORT` or `$PUSHFLEET_METRICS_ADDR` (default 0.0.0.0:9464; `off` disables).
+    /// An address given explicitly must be bound; the default one, when taken (several workers on
+    /// one host, e.g. scripts/demo), is skipped with a `metrics.unavailable` warning.
     /// - Throws: `MetricsServerError` (`METRICS_ADDR`, `METRICS_START`).
     static func startMetricsServer(_ args: Arguments, _ env: [String: String], metrics: WorkerMetrics) throws -> MetricsServer? {
-        let text = args.value("metrics-addr") ?? env[MetricsAddress.environmentVariable] ?? MetricsAddress.defaultText
-        guard let address = try MetricsAddress.parse(text) else { return nil }
-        let server = try MetricsServer.start(address: address, metrics: metrics)
+        let explicit = args.value("metrics-addr") ?? env[MetricsAddress.environmentVariable]
+        guard let address = try MetricsAddress.parse(explicit ?? MetricsAddress.defaultText) else { return nil }
+        let server: MetricsServer
+        do {
+            server = try MetricsServer.start(address: address, metrics: metrics)
+        } catch let e as MetricsServerError where explicit == nil {
+            Log.shared.warn("metrics.unavailable", ["error": e.description, "hint": "set --metrics-addr or PUSHFLEET_METRICS_ADDR"])
+            return nil
+        }
         Log.shared.info("metrics.listen", ["port": Int(server.port), "loopback_only": address.loopbackOnly])
         return server
     }
