@@ -28,3 +28,8 @@ struct MHD_Daemon *cpush_mhd_start(uint16_t port, int loopback_only,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_END);
 }
+
+uint16_t cpush_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}

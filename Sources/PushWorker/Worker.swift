@@ -22,6 +22,7 @@ public final class Worker: @unchecked Sendable {
     private var lastMaintenance = Date.distantPast
     /// Retention and cleanup, run by one worker of the fleet at a time; nil disables it.
     public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
+    private let readiness: ReadinessGate
     /// The job ids this worker has processed (tests and the fleet test read it).
     public private(set) var processedJobs = 0
 
@@ -34,6 +35,7 @@ public final class Worker: @unchecked Sendable {
         self.databaseURL = databaseURL
         self.metrics = metrics
         self.log = log
+        self.readiness = ReadinessGate(metrics: metrics, log: log)
         self.processor = try BatchProcessor(router: router, retryPolicy: config.retryPolicy, metrics: metrics)
         let url = databaseURL
         let timeouts = (config.statementTimeoutMillis, config.lockTimeoutMillis)
@@ -59,7 +61,12 @@ public final class Worker: @unchecked Sendable {
         while !isStopping {
             do {
                 let conn = try ensureConnection()
-                metrics.ready.set(1)
+                guard try readiness.admit(conn) else {  // schema too old or read-only: claim nothing
+                    connection = nil  // a fresh session picks up changed server settings
+                    pause(backoff)
+                    backoff = min(backoff * 2, 5)
+                    continue
+                }
                 let n = try runOnce(connection: conn)
                 backoff = 0.2
                 if n < config.claimLimit && !isStopping {
@@ -67,10 +74,10 @@ public final class Worker: @unchecked Sendable {
                 }
             } catch {
                 metrics.dbErrors.increment()
-                metrics.ready.set(0)
+                readiness.markUnreachable()
                 log.warn("worker.db_error", ["error": String(describing: error).prefix(300), "retry_in_s": backoff])
                 connection = nil
-                Thread.sleep(forTimeInterval: backoff)
+                pause(backoff)
                 backoff = min(backoff * 2, 10)
             }
         }
@@ -179,6 +186,12 @@ public final class Worker: @unchecked Sendable {
         metrics.queueJobs.set("cancelled", Double(s.cancelled))
         metrics.queueDue.set(Double(s.due))
         metrics.queueOldestDueAge.set(s.oldestDueAgeSeconds)
+    }
+
+    /// Sleeps `seconds`, waking early when a stop is requested.
+    private func pause(_ seconds: Double) {
+        let end = Date().addingTimeInterval(seconds)
+        while !isStopping && Date() < end { Thread.sleep(forTimeInterval: min(0.05, max(0, end.timeIntervalSinceNow))) }
     }
 
     private func sleepUntilWork(_ conn: PGConnection) throws {

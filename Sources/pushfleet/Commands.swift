@@ -47,7 +47,10 @@ enum Commands {
         if let s = env["PUSHFLEET_DRAIN_SECONDS"].flatMap(Double.init) { config.drainSeconds = s }
         let url = try databaseURL()
         let drainSeconds = config.drainSeconds
-        let worker = try Worker(config: config, databaseURL: url, router: try LiveRouter.fromEnvironment(databaseURL: url))
+        let metrics = WorkerMetrics()
+        let router = try fleetRouter(try LiveRouter.fromEnvironment(databaseURL: url), env)
+        let worker = try Worker(config: config, databaseURL: url, router: router, metrics: metrics)
+        let metricsServer = try startMetricsServer(args, env, metrics: metrics)
 
         // Graceful shutdown: SIGTERM / SIGINT stop claiming; in-flight work finishes within the
         // drain deadline, then the process exits 0 (a second signal exits at once).
@@ -85,6 +88,7 @@ enum Commands {
             }
         }
         worker.run()
+        metricsServer?.stop()
         withExtendedLifetime(sources) {}
     }
 

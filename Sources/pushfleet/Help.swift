@@ -14,6 +14,7 @@ enum Help {
       notifications show|cancel ID   a notification, its deliveries and ledger; cancel a scheduled one
       stats [--watch]                queue depth by state, due now, age of the oldest due job
       jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
+      ledger check                   audit charges and refunds against deliveries (R-SEND-8/9)
       keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
       envelope open                  open an envelope with a device private key (test tooling)
 
@@ -24,7 +25,9 @@ enum Help {
     Usage: pushfleet worker [--claim-limit N] [--batch-size N] [--lease-seconds S] [--poll-interval S]
                             [--until-drained] [--metrics-addr HOST:PORT]
       --until-drained   exit 0 once no job is available or running (scheduled ones are waited for)
-      Environment: PUSHFLEET_DRAIN_SECONDS (default 25), PUSHFLEET_LOG_LEVEL, PUSHFLEET_METRICS_ADDR
+      --metrics-addr    /metrics, /healthz, /readyz (default 0.0.0.0:9464; 127.0.0.1:PORT; off)
+      Environment: PUSHFLEET_DRAIN_SECONDS (default 25), PUSHFLEET_LOG_LEVEL, PUSHFLEET_METRICS_ADDR,
+                   PUSHFLEET_SIMULATOR_LOG (append one line per push the simulator accepts; tests)
     """
 
     static let apps = """

@@ -64,6 +64,9 @@ do {
     case "stats":
         if args.flag("help") { print("Usage: pushfleet stats [--watch] [--interval S]"); break }
         try Commands.stats(args, out)
+    case "ledger":
+        if args.flag("help") || sub == nil { print(Commands.ledgerHelp); break }
+        try Commands.ledger(sub!, args, out)
     case "jobs":
         if args.flag("help") || sub == nil { print(Help.jobs); break }
         try Commands.jobs(sub!, args, out)
@@ -80,6 +83,8 @@ do {
 } catch let e as PGError {
     if let domain = Commands.domainError(e) { fail(domain.code.rawValue, domain.message) }
     fail(e.code.rawValue, e.message)
+} catch let e as MetricsServerError {
+    fail(e.code, e.message)
 } catch let e as CryptoError {
     fail(e.code.rawValue, e.message)
 } catch {

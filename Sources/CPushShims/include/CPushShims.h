@@ -24,4 +24,8 @@ CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v);
 struct MHD_Daemon *cpush_mhd_start(uint16_t port, int loopback_only,
                                    MHD_AccessHandlerCallback handler, void *handler_cls,
                                    unsigned int connection_limit, unsigned int timeout_seconds);
+
+/// The port a started daemon listens on (useful after starting on port 0); 0 when unknown.
+/// Wraps the variadic MHD_get_daemon_info.
+uint16_t cpush_mhd_bound_port(struct MHD_Daemon *daemon);
 #endif

@@ -1,0 +1,34 @@
+import Foundation
+
+/// What the readiness probe found on one session.
+public struct DatabaseHealth: Sendable, Equatable {
+    /// Highest version in `schema_migrations` (0: none applied, or no table).
+    public var schemaVersion: Int
+    /// The session refuses writes (`default_transaction_read_only`, or a standby).
+    public var readOnly: Bool
+
+    /// Makes a value.
+    public init(schemaVersion: Int, readOnly: Bool) {
+        self.schemaVersion = schemaVersion
+        self.readOnly = readOnly
+    }
+}
+
+/// The worker's readiness probe over one connection (SQL in `HealthQueries`).
+public final class HealthStore {
+    /// The connection this store runs on.
+    public let connection: PGConnection
+
+    /// Wraps an open connection.
+    public init(connection: PGConnection) { self.connection = connection }
+
+    /// Reads the schema version and whether writes are refused: one or two round trips, no write.
+    /// - Throws: `PGError` when the session is broken or the server refuses the reads.
+    public func healthProbe() throws -> DatabaseHealth {
+        let r = try connection.exec(HealthQueries.session)
+        let readOnly = try r.bool(0, "read_only") || r.bool(0, "in_recovery")
+        guard try r.bool(0, "has_migrations") else { return DatabaseHealth(schemaVersion: 0, readOnly: readOnly) }
+        let v = try connection.exec(HealthQueries.schemaVersion)
+        return DatabaseHealth(schemaVersion: try v.int(0, "version"), readOnly: readOnly)
+    }
+}

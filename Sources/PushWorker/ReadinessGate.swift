@@ -1,0 +1,90 @@
+import Foundation
+import PushStore
+
+/// Decides whether the worker may claim work on a connection: the schema must be at least
+/// `requiredSchemaVersion` (the highest `sql/NNNN_*.up.sql` this build was written against) and
+/// the server must accept writes. Probes each new connection, then again every `interval`
+/// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
+public final class ReadinessGate {
+    /// The schema version this build needs: sql/0003_registry is the newest migration it uses.
+    public static let requiredSchemaVersion = 3
+
+    /// Why a database is not fit for work.
+    public enum Verdict: Equatable, Sendable {
+        /// Work may be claimed.
+        case ready
+        /// `schema_migrations` is behind this build: run `pushfleet migrate`.
+        case schemaTooOld(found: Int, needed: Int)
+        /// The server refuses writes (read-only default or standby).
+        case readOnly
+
+        /// A stable reason label for logs.
+        public var reason: String {
+            switch self {
+            case .ready: return "ready"
+            case .schemaTooOld: return "SCHEMA_TOO_OLD"
+            case .readOnly: return "DATABASE_READ_ONLY"
+            }
+        }
+    }
+
+    private let metrics: WorkerMetrics
+    private let log: Log
+    private let requiredVersion: Int
+    private let interval: Double
+    private weak var probed: PGConnection?
+    private var probedAt = Date.distantPast
+    private var verdict: Verdict?
+
+    /// - Parameters:
+    ///   - requiredVersion: minimum schema version (default `requiredSchemaVersion`).
+    ///   - interval: seconds between probes of the same connection (default 5).
+    public init(metrics: WorkerMetrics, log: Log = .shared, requiredVersion: Int = ReadinessGate.requiredSchemaVersion,
+                interval: Double = 5) {
+        self.metrics = metrics
+        self.log = log
+        self.requiredVersion = requiredVersion
+        self.interval = interval
+    }
+
+    /// Probes `conn` when it is new or the last probe is older than `interval`; returns whether
+    /// work may be claimed. - Throws: `PGError` when the probe's reads fail (connection broken).
+    public func admit(_ conn: PGConnection, now: Date = Date()) throws -> Bool {
+        if probed !== conn || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
+            let health = try HealthStore(connection: conn).healthProbe()
+            record(Self.verdict(health, requiredVersion: requiredVersion))
+            probed = conn
+            probedAt = now
+        }
+        return verdict == .ready
+    }
+
+    /// Records that no database is reachable (the connection failed).
+    public func markUnreachable() {
+        metrics.ready.set(0)
+        probed = nil
+        if verdict != nil { verdict = nil }
+    }
+
+    /// The verdict for a probe result (pure).
+    public static func verdict(_ h: DatabaseHealth, requiredVersion: Int) -> Verdict {
+        if h.schemaVersion < requiredVersion { return .schemaTooOld(found: h.schemaVersion, needed: requiredVersion) }
+        if h.readOnly { return .readOnly }
+        return .ready
+    }
+
+    private func record(_ v: Verdict) {
+        metrics.ready.set(v == .ready ? 1 : 0)
+        guard v != verdict else { return }
+        verdict = v
+        switch v {
+        case .ready:
+            log.info("worker.ready", [:])
+        case .schemaTooOld(let found, let needed):
+            log.error("worker.not_ready", ["reason": v.reason, "schema_version": found, "required_version": needed,
+                                           "hint": "run pushfleet migrate with this release's sql/"])
+        case .readOnly:
+            log.error("worker.not_ready", ["reason": v.reason, "hint": "the server refuses writes; waiting"])
+        }
+    }
+}

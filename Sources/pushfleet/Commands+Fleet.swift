@@ -1,0 +1,34 @@
+import Foundation
+import PushWorker
+
+/// The worker's fleet options: the operators' HTTP endpoint and the simulator's delivery log.
+extension Commands {
+    /// Environment variable: when set, every push the simulator accepts is appended to this file
+    /// (`SimulatorLogRouter`), so a fleet test counts the provider side independently.
+    static let simulatorLogVariable = "PUSHFLEET_SIMULATOR_LOG"
+
+    /// `--metrics-addr HOST:PORT` or `$PUSHFLEET_METRICS_ADDR` (default 0.0.0.0:9464; `off` disables).
+    /// An address given explicitly must be bound; the default one, when taken (several workers on
+    /// one host, e.g. scripts/demo), is skipped with a `metrics.unavailable` warning.
+    /// - Throws: `MetricsServerError` (`METRICS_ADDR`, `METRICS_START`).
+    static func startMetricsServer(_ args: Arguments, _ env: [String: String], metrics: WorkerMetrics) throws -> MetricsServer? {
+        let explicit = args.value("metrics-addr") ?? env[MetricsAddress.environmentVariable]
+        guard let address = try MetricsAddress.parse(explicit ?? MetricsAddress.defaultText) else { return nil }
+        let server: MetricsServer
+        do {
+            server = try MetricsServer.start(address: address, metrics: metrics)
+        } catch let e as MetricsServerError where explicit == nil {
+            Log.shared.warn("metrics.unavailable", ["error": e.description, "hint": "set --metrics-addr or PUSHFLEET_METRICS_ADDR"])
+            return nil
+        }
+        Log.shared.info("metrics.listen", ["port": Int(server.port), "loopback_only": address.loopbackOnly])
+        return server
+    }
+
+    /// Wraps `router` in a `SimulatorLogRouter` when `$PUSHFLEET_SIMULATOR_LOG` names a file.
+    /// - Throws: `SimulatorLogError` when the file cannot be opened for appending.
+    static func fleetRouter(_ router: ProviderRouter, _ env: [String: String]) throws -> ProviderRouter {
+        guard let path = env[simulatorLogVariable], !path.isEmpty else { return router }
+        return SimulatorLogRouter(inner: router, log: try AppendOnlyFile.open(path: path))
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import XCTest
+@testable import PushStore
+@testable import PushWorker
+
+/// Database faults: a read-only server makes the worker not ready (it claims nothing), and it
+/// recovers when writes are allowed again; a killed session is reconnected with backoff.
+final class ReadinessTests: FleetDBTestCase {
+    func testVerdictNeedsRecentSchemaAndWritableServer() {
+        let need = ReadinessGate.requiredSchemaVersion
+        XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need, readOnly: false), requiredVersion: need), .ready)
+        XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need + 1, readOnly: false), requiredVersion: need), .ready)
+        XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need - 1, readOnly: false), requiredVersion: need),
+                       .schemaTooOld(found: need - 1, needed: need))
+        XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need, readOnly: true), requiredVersion: need), .readOnly)
+    }
+
+    func testHealthProbeReadsSchemaVersionAndReadOnly() throws {
+        XCTAssertEqual(try HealthStore(connection: conn).healthProbe(),
+                       DatabaseHealth(schemaVersion: ReadinessGate.requiredSchemaVersion, readOnly: false))
+        try conn.exec("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        XCTAssertEqual(try HealthStore(connection: conn).healthProbe().readOnly, true)
+    }
+
+    /// Read-only for this database's new sessions (ALTER DATABASE, so other tests on the shared
+    /// server are untouched), the worker's sessions killed: not ready, nothing claimed; writes back:
+    /// ready again and the queued notification is delivered.
+    func testReadOnlyDatabaseMakesWorkerNotReadyThenItRecovers() throws {
+        let (app, users) = try seedApp(users: 1, devicesPerUser: 2)
+        let metrics = WorkerMetrics()
+        let worker = try Worker(config: Self.fastConfig(), databaseURL: database.conninfo, router: SimulatorOnlyRouter(),
+                                metrics: metrics)
+        let done = start(worker)
+        defer {
+            worker.requestStop()
+            _ = done.wait(timeout: .now() + 10)
+        }
+        XCTAssertTrue(waitUntil(timeout: 10) { metrics.ready.current == 1 })
+
+        try conn.exec("ALTER DATABASE \(database.name) SET default_transaction_read_only = on")
+        try conn.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                      [.text(database.name)])
+        XCTAssertTrue(waitUntil(timeout: 10) { metrics.ready.current == 0 }, "read-only server must make the worker not ready")
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(metrics.ready.current, 0)
+        let claimedBefore = metrics.jobsClaimed.current
+        // `conn` opened before ALTER DATABASE, so it may still write.
+        let id = try enqueue(app: app, users: users)
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertEqual(metrics.jobsClaimed.current, claimedBefore, "a not-ready worker claims nothing")
+
+        try conn.exec("ALTER DATABASE \(database.name) RESET default_transaction_read_only")
+        XCTAssertTrue(waitUntil(timeout: 15) { metrics.ready.current == 1 }, "the worker must recover")
+        XCTAssertTrue(try waitUntil(timeout: 15) { try unfinishedNotifications() == 0 })
+        let status = try conn.exec("SELECT status FROM push_notifications WHERE id = $1", [.uuid(id)]).string(0, "status")
+        XCTAssertEqual(status, "sent")
+        XCTAssertGreaterThan(metrics.dbErrors.current, 0)
+    }
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Assertions of scripts/fleet-test, read from the fleet's database (psql) and the simulator's
+append-only log. Prints one line per check and `fleet-test: N passed, M failed`; exit 1 on failure."""
+import argparse
+import collections
+import os
+import subprocess
+import sys
+
+
+def q(sql):
+    out = subprocess.run(["psql", os.environ["DATABASE_URL"], "-X", "-v", "ON_ERROR_STOP=1", "-Atq", "-F", "\t", "-c", sql],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
+def one(sql):
+    return int(q(sql)[0][0])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for name in ["work", "expected", "drained", "sigterm-status", "stop-status", "ledger-status", "broken-status",
+                 "dup-bound", "run-seconds", "seed-seconds", "elapsed"]:
+        ap.add_argument("--" + name, required=True)
+    a = ap.parse_args()
+    expected, dup_bound = int(a.expected), int(a.dup_bound)
+    results = []
+
+    def check(name, ok, detail=""):
+        results.append(ok)
+        print(f"  {'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
+
+    check("at least 20,000 (notification, device) pairs enqueued", expected >= 20000, str(expected))
+    check("queue drained within the deadline", a.drained == "1")
+    unfinished = one("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL")
+    check("every notification final", unfinished == 0, f"{unfinished} not final")
+    stats = q("SELECT available, running, discarded FROM push_queue_stats")[0]
+    check("no job left available or running", stats[0] == "0" and stats[1] == "0",
+          f"available {stats[0]}, running {stats[1]}")
+    check("no job discarded", stats[2] == "0", f"discarded {stats[2]}")
+    rows = one("SELECT count(*) FROM push_deliveries")
+    missing = one("""SELECT count(*) FROM push_notifications n JOIN push_devices d ON d.app_id = n.app_id
+                      LEFT JOIN push_deliveries x ON x.notification_id = n.id AND x.device_id = d.id
+                     WHERE x.device_id IS NULL""")
+    check("every (notification, device) has exactly one delivery row (R-SEND-8)",
+          rows == expected and missing == 0, f"{rows} rows for {expected} pairs, {missing} missing")
+    retrying = one("SELECT count(*) FROM push_deliveries WHERE status = 'retrying'")
+    check("no delivery left retrying", retrying == 0, str(retrying))
+    check("pushfleet ledger check passes (R-SEND-9)", a.ledger_status == "0",
+          open(os.path.join(a.work, "ledger.txt")).read().strip().splitlines()[0][:200])
+    broken = open(os.path.join(a.work, "ledger_broken.txt")).read()
+    check("ledger check exits 1 and lists a deliberately broken row", a.broken_status == "1"
+          and "REFUND_WITHOUT_CHARGE" in broken, f"exit {a.broken_status}")
+    check("SIGTERMed worker exited 0 (graceful drain)", a.sigterm_status == "0", f"exit {a.sigterm_status}")
+    held = open(os.path.join(a.work, "sigterm_running")).read().strip()
+    check("the SIGTERMed worker left no job running (released or recorded)", held == "0", f"{held} running")
+    stops = open(os.path.join(a.work, "sigterm_stoplog")).read().strip()
+    check("the SIGTERMed worker logged worker.stop", stops not in ("", "0"), stops)
+    check("every worker exited 0 on the final SIGTERM", a.stop_status == "0", f"exit {a.stop_status}")
+
+    # Provider side, counted independently: the simulator's append-only log.
+    seen = collections.Counter()
+    with open(os.path.join(a.work, "simulator.log")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 3:
+                check("simulator log lines are whole", False, repr(line[:80]))
+                continue
+            seen[parts[0]] += 1
+    sent = {r[0] for r in q("SELECT apns_id FROM push_deliveries WHERE status = 'sent'")}
+    unlogged = len(sent - set(seen))
+    check("every sent delivery was accepted by the simulator (log)", unlogged == 0, f"{unlogged} of {len(sent)} missing")
+    stray = len(set(seen) - sent)
+    check("every logged push belongs to a sent delivery", stray == 0, f"{stray} stray apns-ids")
+    duplicates = sum(c - 1 for c in seen.values() if c > 1)
+    check(f"pushes seen twice <= in flight at the kills and the restart ({dup_bound})", duplicates <= dup_bound,
+          f"{duplicates} duplicates over {sum(seen.values())} log lines")
+
+    scrape = open(os.path.join(a.work, "scrape2.txt")).read() if os.path.exists(os.path.join(a.work, "scrape2.txt")) else ""
+    check("a live worker's /metrics answers mid-run", "pushfleet_jobs_claimed_total" in scrape)
+    readyz = open(os.path.join(a.work, "readyz2.txt")).read().strip() if os.path.exists(os.path.join(a.work, "readyz2.txt")) else ""
+    check("a live worker's /readyz is 200 mid-run", readyz == "200", readyz)
+    events = open(os.path.join(a.work, "events")).read().strip().replace("\n", "; ")
+    check("chaos happened mid-run (kills, restart, SIGTERM before the drain)",
+          events.count("sigkill") == 2 and "postgres started" in events and "sigterm" in events, events)
+
+    by_status = q("SELECT coalesce(error_code, status), count(*) FROM push_deliveries GROUP BY 1 ORDER BY 2 DESC")
+    encrypted = one("SELECT count(*) FROM push_deliveries WHERE status = 'sent' AND encrypted")
+    run_s = float(a.run_seconds)
+    print(f"  deliveries by ending: {', '.join(f'{k} {v}' for k, v in by_status)}; sent encrypted {encrypted}")
+    print(f"  seed {a.seed_seconds}s, run {run_s:.1f}s ({expected / run_s:.0f} deliveries/s with chaos), "
+          f"simulator log {sum(seen.values())} lines, {duplicates} duplicates; whole test {a.elapsed}s")
+    print(f"  events: {events}")
+    passed, failed = results.count(True), results.count(False)
+    print(f"fleet-test: {passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
