@@ -58,6 +58,20 @@ final class LiveWebPushBatchTests: LiveWebPushTestCase {
         for id in pinnedIDs { XCTAssertEqual(try ledger(n, id), ["charge", "refund"]) }
     }
 
+    func testTwoOriginsInOneBatchEachGetAVAPIDTokenForTheirOwnAudienceRFC8292() throws {
+        try setVAPID()
+        // The fake's certificate names both 127.0.0.1 and localhost: two origins, one service.
+        let a = try fake.take("ok"), b = try fake.take("ok")
+        let byIP = try webDevice(a, host: "127.0.0.1"), byName = try webDevice(b, host: "localhost")
+        let n = try send()
+        try drain()
+        XCTAssertEqual(try delivery(n, byIP).status, "sent")
+        XCTAssertEqual(try delivery(n, byName).status, "sent")
+        let audiences = [a, b].map { (fake.log(path: $0.path).first?["vapid"] as? [String: Any])?["aud"] as? String }
+        XCTAssertEqual(audiences, ["https://127.0.0.1:\(fake.port)", "https://localhost:\(fake.port)"])
+        XCTAssertEqual(fake.log(path: b.path).first?["plaintext"] as? String, Self.plaintext)
+    }
+
     func testRedirect307IsNotFollowedAndFailsProviderErrorRefunded() throws {
         try setVAPID()
         let s = try fake.take("redirect")
