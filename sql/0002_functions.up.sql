@@ -290,7 +290,7 @@ BEGIN
            SET active = false, deactivated_at = p_now, deactivation_reason = r.deactivate_reason
           FROM r
          WHERE r.deactivate_reason IS NOT NULL AND d.id = r.device_id AND d.active
-           AND d.last_registered_at <= coalesce(r.verdict_at, p_now)
+           AND d.last_registered_at < coalesce(r.verdict_at, p_now)
         RETURNING d.id, d.app_id, d.mode, d.user_id, d.deactivation_reason
     ), counted AS (
         UPDATE push_device_counts c SET active_count = greatest(c.active_count - o.n, 0)

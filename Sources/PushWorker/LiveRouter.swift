@@ -75,14 +75,16 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
     }
 
     /// Builds the Web Push client of a VAPID set (RFC 8292): its key pair from the sealed PEM, its
-    /// `subject` from the set's config. `allowLoopback` lets tests reach a fake on 127.0.0.1.
-    public static func webPushFactory(allowLoopback: Bool = false) -> WebPushClientFactory {
+    /// `subject` from the set's config. `allowLoopback` lets tests reach a fake on 127.0.0.1;
+    /// `resolver` is the send-time guard's host lookup (tests map names to addresses).
+    public static func webPushFactory(allowLoopback: Bool = false,
+                                      resolver: WebPushResolver = SystemWebPushResolver()) -> WebPushClientFactory {
         return { set, http in
             var c = WebPushClient.Configuration(subject: set.summary.identifiers["subject"] ?? "")
             c.allowLoopback = allowLoopback
             c.http = http
             return try WebPushClient.make(keys: try VAPIDKeys(privateKeyPEM: String(decoding: set.secret, as: UTF8.self)),
-                                          configuration: c)
+                                          configuration: c, resolver: resolver)
         }
     }
 

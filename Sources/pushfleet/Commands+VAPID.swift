@@ -16,8 +16,8 @@ extension Commands {
 
     static func vapid(_ args: Arguments, _ out: Output) throws {
         let sub = args.positional.count > 2 ? args.positional[2] : ""
+        if args.flag("help") { print(vapidHelp); return }
         guard sub == "create" else {
-            if args.flag("help") { print(vapidHelp); return }
             throw CLIError.usage("apps vapid: give create (see pushfleet apps vapid --help)")
         }
         guard args.positional.count > 3, let appID = UUID(uuidString: args.positional[3]) else {

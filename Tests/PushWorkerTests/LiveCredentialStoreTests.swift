@@ -73,7 +73,8 @@ final class LiveCredentialStoreTests: XCTestCase {
             (.fcm, [:], Array(#"{"type":"user","project_id":"p","client_email":"e","private_key":"k"}"#.utf8), "type"),
             (.fcm, [:], Array(#"{"project_id":"p","private_key":"k"}"#.utf8), "client_email"),
             (.fcm, [:], Array(#"{"project_id":"p","client_email":"e","private_key":"k"}"#.utf8), "private_key"),
-            (.webpush, [:], p8, "subject"),
+            (.webpush, [:], p8, "subject"),                                        // RFC 8292 contact required
+            (.webpush, ["subject": "mailto:ops@example.com"], rsa, "vapid key"),   // not a P-256 key
             (.webpush, ["subject": "mailto:ops@example.com"], Array("not a pem".utf8), "vapid key"),
         ]
         for (kind, config, secret, needle) in cases {
