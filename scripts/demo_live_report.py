@@ -145,6 +145,25 @@ def webpush_log(secrets):
     check(statuses == [201, 410], "Web Push: one 201 and one 410 expected, got {}".format(statuses))
 
 
+def worker_log(token_labels, secrets):
+    """R-LOG: the worker's log (level debug) names no full device token, subscription endpoint,
+    credential or notification content."""
+    with open(os.path.join(work, "worker.log"), encoding="utf-8") as f:
+        text = f.read()
+    subs = load("subscriptions.json")["subscriptions"]
+    forbidden = {"token " + label: token for token, label in token_labels}
+    forbidden.update({"endpoint " + s["path"]: s["path"] for s in subs})
+    forbidden.update({"p256dh " + s["path"]: s["p256dh"] for s in subs})
+    forbidden.update({"auth " + s["path"]: s["auth"] for s in subs})
+    forbidden.update({"content " + s: s for s in secrets})
+    forbidden["credentials key"] = os.environ.get("PUSHFLEET_CREDENTIALS_KEY", "")
+    found = sorted(name for name, value in forbidden.items() if value and value in text)
+    events = sorted({json.loads(line).get("event", "?") for line in text.splitlines() if line.startswith("{")})
+    print("worker log: {} line(s), events {}; full tokens, endpoints, keys or content found: {}".format(
+        len(text.splitlines()), ", ".join(events), ", ".join(found) or "none"))
+    check(not found, "the worker log shows " + ", ".join(found))
+
+
 def main():
     labels = []
     with open(os.path.join(work, "labels.tsv"), encoding="utf-8") as f:
@@ -166,6 +185,7 @@ def main():
         apns_log(token_labels, secrets)
         fcm_log(token_labels, secrets)
         webpush_log(secrets)
+        worker_log(token_labels, secrets)
     if problems:
         print("\ndemo-live: UNEXPECTED:\n  " + "\n  ".join(problems))
         sys.exit(1)

@@ -10,8 +10,9 @@ extension Commands {
                                       [--apns-base-url-production URL] [--apns-base-url-sandbox URL]
            pushfleet apps credentials set APP_ID --kind fcm --service-account-file FILE [--fcm-base-url URL] [--fcm-token-uri URL]
            pushfleet apps credentials show APP_ID
-           pushfleet apps credentials remove APP_ID --kind apns|fcm
+           pushfleet apps credentials remove APP_ID --kind apns|fcm|webpush
            pushfleet apps credentials rotate-key
+      Web Push (VAPID) sets are made by pushfleet apps vapid create.
       Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY (base64url, 32 bytes). A new set starts unverified;
       replacing a set resets its state, its first acceptance time is kept (R-APP-3). rotate-key re-seals every
       set under PUSHFLEET_CREDENTIALS_KEY, opening each with it or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS.

@@ -36,7 +36,6 @@ enum Help {
            pushfleet apps show ID | pushfleet apps delete ID
            pushfleet apps credentials set|show|remove|rotate-key ...   (see pushfleet apps credentials --help)
            pushfleet apps vapid create ID --subject mailto:...          (Web Push, RFC 8292)
-           pushfleet apps credentials set|show|remove|rotate-key ...  (see pushfleet apps credentials --help)
     """
 
     static let devices = """
