@@ -148,6 +148,19 @@ public struct DeliveryRecord: Sendable, Equatable {
     }
 }
 
+/// One batch's results, for `QueueStore.batchRecordMany`.
+public struct BatchOutcome: Sendable {
+    public var job: ClaimedJob
+    public var records: [DeliveryRecord]
+    public var credentials: CredentialChanges
+
+    public init(job: ClaimedJob, records: [DeliveryRecord], credentials: CredentialChanges = .init()) {
+        self.job = job
+        self.records = records
+        self.credentials = credentials
+    }
+}
+
 /// Credential-state changes a batch caused (R-APP-3, R-PRV-2, R-PRV-3).
 public struct CredentialChanges: Sendable, Equatable {
     /// Kinds (`apns`, `fcm`, `webpush`) to mark invalid, with the provider's reason.

@@ -127,23 +127,58 @@ public final class QueueStore {
                                  gone: try r.int(0, "gone"), encrypted: try r.bool(0, "encrypted"))
     }
 
+    /// The send-time step of several notification jobs in one round trip, keyed by job id. Throws
+    /// when any of them fails (a lost lease, a notification no longer pending): nothing of that
+    /// statement is kept, and the caller starts the jobs one by one with `notificationStart`.
+    public func notificationStartMany(_ jobs: [ClaimedJob], batchSize: Int, now: Date? = nil) throws -> [Int64: NotificationStart] {
+        if jobs.isEmpty { return [:] }
+        let r = try connection.execPrepared(name: "notification_start_many", sql: JobQueries.startNotifications, params: [
+            .int64Array(jobs.map { $0.id }), .uuidArray(jobs.map { $0.leaseToken }), .int(batchSize), now.map(PGValue.date),
+        ])
+        var out: [Int64: NotificationStart] = [:]
+        for i in r.rows {
+            let inline: [UUID]? = try r.isNull(i, "inline_device_ids") ? nil : try Self.uuidArray(r.string(i, "inline_device_ids"))
+            out[try r.int64(i, "job_id")] = NotificationStart(inlineDeviceIDs: inline, batchJobs: try r.int(i, "batch_jobs"),
+                                                              gone: try r.int(i, "gone"), encrypted: try r.bool(i, "encrypted"))
+        }
+        return out
+    }
+
     /// Loads a batch's devices (keys, targeting at send time, delivery progress, charge) in one round trip.
     public func batchLoadDevices(notificationID: UUID, deviceIDs: [UUID]) throws -> [BatchDeviceRow] {
-        let r = try connection.execPrepared(name: "batch_load_devices", sql: JobQueries.loadBatchDevices,
-                                            params: [.uuid(notificationID), .uuidArray(deviceIDs)])
-        return try r.rows.map { i in
-            BatchDeviceRow(deviceID: try r.uuid(i, "device_id"), found: try r.bool(i, "found"),
-                           targeted: try r.bool(i, "targeted"), platform: try r.decode(i, "platform"),
-                           token: try r.decode(i, "token"), endpoint: try r.decode(i, "endpoint"),
-                           p256dh: try r.decode(i, "p256dh"), authSecret: try r.decode(i, "auth_secret"),
-                           apnsEnvironment: try r.decode(i, "apns_environment"),
-                           publicKey: try r.decode(i, "public_key"), kid: try r.decode(i, "kid"),
-                           lastRegisteredAt: try r.decode(i, "last_registered_at"),
-                           deliveryStatus: try r.decode(i, "delivery_status"), attempts: try r.int(i, "attempts"),
-                           failures: try r.int(i, "failures"),
-                           nextAttemptAt: try r.decode(i, "next_attempt_at"), charged: try r.bool(i, "charged"),
-                           apnsID: try r.uuid(i, "apns_id"))
+        try batchLoadDevicesMany([(notificationID, deviceIDs)])[0]
+    }
+
+    /// Loads the devices of several batches in one round trip; one array per batch, in order.
+    public func batchLoadDevicesMany(_ batches: [(notificationID: UUID, deviceIDs: [UUID])]) throws -> [[BatchDeviceRow]] {
+        var index: [Int64] = [], notifications: [UUID?] = [], devices: [UUID?] = []
+        for (i, b) in batches.enumerated() {
+            for d in b.deviceIDs {
+                index.append(Int64(i + 1))
+                notifications.append(b.notificationID)
+                devices.append(d)
+            }
         }
+        var out = [[BatchDeviceRow]](repeating: [], count: batches.count)
+        if devices.isEmpty { return out }
+        let r = try connection.execPrepared(name: "batch_load_devices", sql: JobQueries.loadBatchDevices,
+                                            params: [.int64Array(index), .uuidArray(notifications), .uuidArray(devices)])
+        for i in r.rows {
+            let row = BatchDeviceRow(
+                deviceID: try r.uuid(i, "device_id"), found: try r.bool(i, "found"),
+                targeted: try r.bool(i, "targeted"), platform: try r.decode(i, "platform"),
+                token: try r.decode(i, "token"), endpoint: try r.decode(i, "endpoint"),
+                p256dh: try r.decode(i, "p256dh"), authSecret: try r.decode(i, "auth_secret"),
+                apnsEnvironment: try r.decode(i, "apns_environment"),
+                publicKey: try r.decode(i, "public_key"), kid: try r.decode(i, "kid"),
+                lastRegisteredAt: try r.decode(i, "last_registered_at"),
+                deliveryStatus: try r.decode(i, "delivery_status"), attempts: try r.int(i, "attempts"),
+                failures: try r.int(i, "failures"),
+                nextAttemptAt: try r.decode(i, "next_attempt_at"), charged: try r.bool(i, "charged"),
+                apnsID: try r.uuid(i, "apns_id"))
+            out[try r.int(i, "batch") - 1].append(row)
+        }
+        return out
     }
 
     /// Records a batch in one transaction guarded by the lease: deliveries, ledger, deactivations
@@ -154,9 +189,34 @@ public final class QueueStore {
     public func batchRecord(job: ClaimedJob, records: [DeliveryRecord], credentials: CredentialChanges = .init(),
                             now: Date? = nil,
                             decideFinal: (_ endings: [String], _ hasSMS: Bool) -> NotificationFinal) throws -> BatchRecordResult {
-        try connection.transaction { conn in
-            let r = try conn.execPrepared(name: "batch_record", sql: JobQueries.recordBatch, params: [
-                .int64(job.id), .uuid(job.leaseToken),
+        let results = try batchRecordMany([BatchOutcome(job: job, records: records, credentials: credentials)],
+                                          now: now, decideFinal: decideFinal)
+        guard let result = results[job.id] else {
+            throw PGError(code: .decode, message: "push_record_batches returned no row for job \(job.id)")
+        }
+        return result
+    }
+
+    /// Records several batches in one transaction and two round trips at most (the records, then
+    /// the final states of the notifications whose last batch this was). All or nothing: when one
+    /// job's lease was lost the whole call throws and nothing is written, so the caller can record
+    /// the others one by one with `batchRecord`.
+    public func batchRecordMany(_ outcomes: [BatchOutcome], now: Date? = nil,
+                                decideFinal: (_ endings: [String], _ hasSMS: Bool) -> NotificationFinal) throws -> [Int64: BatchRecordResult] {
+        if outcomes.isEmpty { return [:] }
+        var jobIndex: [Int64] = []
+        var records: [DeliveryRecord] = []
+        var invalidIndex: [Int64] = [], invalidKinds: [String?] = [], invalidReasons: [String?] = []
+        var acceptedIndex: [Int64] = [], acceptedKinds: [String?] = []
+        for (i, o) in outcomes.enumerated() {
+            for r in o.records { jobIndex.append(Int64(i + 1)); records.append(r) }
+            for c in o.credentials.invalid { invalidIndex.append(Int64(i + 1)); invalidKinds.append(c.kind); invalidReasons.append(c.reason) }
+            for k in o.credentials.accepted { acceptedIndex.append(Int64(i + 1)); acceptedKinds.append(k) }
+        }
+        return try connection.transaction { conn in
+            let r = try conn.execPrepared(name: "batch_record_many", sql: JobQueries.recordBatches, params: [
+                .int64Array(outcomes.map { $0.job.id }), .uuidArray(outcomes.map { $0.job.leaseToken }),
+                .int64Array(jobIndex),
                 .uuidArray(records.map { $0.deviceID }),
                 .textArray(records.map { $0.status }),
                 .textArray(records.map { $0.errorCode }),
@@ -171,24 +231,35 @@ public final class QueueStore {
                 .boolArray(records.map { $0.netsCharge }),
                 .textArray(records.map { $0.deactivateReason }),
                 .dateArray(records.map { $0.verdictAt }),
-                .textArray(credentials.invalid.map { $0.kind }),
-                .textArray(credentials.invalid.map { $0.reason }),
-                .textArray(credentials.accepted),
+                .int64Array(invalidIndex), .textArray(invalidKinds), .textArray(invalidReasons),
+                .int64Array(acceptedIndex), .textArray(acceptedKinds),
                 now.map(PGValue.date),
             ])
-            let remaining = try r.int(0, "remaining_batches")
-            let hasSMS = try r.bool(0, "has_sms")
-            var endings: [String]? = nil
-            if remaining == 0 {
-                let list = try r.isNull(0, "endings") ? [] : Self.textArray(try r.string(0, "endings"))
-                endings = list
-                let final = decideFinal(list, hasSMS)
-                _ = try conn.execPrepared(name: "notification_finalize", sql: JobQueries.finalizeNotification,
-                                          params: [.uuid(job.notification.id), .text(final.status),
-                                                   final.errorCode.map(PGValue.text), now.map(PGValue.date)])
+            var results: [Int64: BatchRecordResult] = [:]
+            var finals: [(UUID, NotificationFinal)] = []
+            let notificationOf = Dictionary(outcomes.map { ($0.job.id, $0.job.notification.id) }, uniquingKeysWith: { a, _ in a })
+            for i in r.rows {
+                let jobID = try r.int64(i, "job_id")
+                let remaining = try r.int(i, "remaining_batches")
+                let hasSMS = try r.bool(i, "has_sms")
+                var endings: [String]? = nil
+                if remaining == 0, let notification = notificationOf[jobID] {
+                    let list = try r.isNull(i, "endings") ? [] : Self.textArray(try r.string(i, "endings"))
+                    endings = list
+                    // Two batches of one notification in one claim: only the last one finalizes.
+                    finals.removeAll { $0.0 == notification }
+                    finals.append((notification, decideFinal(list, hasSMS)))
+                }
+                results[jobID] = BatchRecordResult(remainingBatches: remaining, deactivated: try r.int(i, "deactivated"),
+                                                   endings: endings, hasSMSFallback: hasSMS)
             }
-            return BatchRecordResult(remainingBatches: remaining, deactivated: try r.int(0, "deactivated"),
-                                     endings: endings, hasSMSFallback: hasSMS)
+            if !finals.isEmpty {
+                _ = try conn.execPrepared(name: "notification_finalize_many", sql: JobQueries.finalizeNotifications, params: [
+                    .uuidArray(finals.map { $0.0 }), .textArray(finals.map { $0.1.status }),
+                    .textArray(finals.map { $0.1.errorCode }), now.map(PGValue.date),
+                ])
+            }
+            return results
         }
     }
 

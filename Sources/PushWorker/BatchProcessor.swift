@@ -28,71 +28,103 @@ public final class BatchProcessor {
         self.metrics = metrics
     }
 
+    /// One batch to process: a claimed job, its notification's `encrypted` flag (require_encryption
+    /// read at send time, R-SEND-2) and its devices as loaded now.
+    public struct Input: Sendable {
+        public var job: ClaimedJob
+        public var encrypted: Bool
+        public var devices: [BatchDeviceRow]
+
+        public init(job: ClaimedJob, encrypted: Bool, devices: [BatchDeviceRow]) {
+            self.job = job
+            self.encrypted = encrypted
+            self.devices = devices
+        }
+    }
+
+    /// What one batch produced: a record per device not yet final, and credential changes.
+    public typealias Output = (records: [DeliveryRecord], credentials: CredentialChanges)
+
     /// The records (one per device not yet final) and credential changes for one batch.
     /// - Parameters:
     ///   - job: the claimed job with its notification and app policy.
     ///   - encrypted: the notification's `encrypted` flag (require_encryption at send time, R-SEND-2).
     ///   - devices: the batch's devices as loaded now.
     ///   - now: the send instant (the request time stands in for FCM's verdict time, R-DEV-8).
-    public func process(job: ClaimedJob, encrypted: Bool, devices: [BatchDeviceRow],
-                        now: Date) -> (records: [DeliveryRecord], credentials: CredentialChanges) {
-        let n = job.notification
-        let mode = Mode(rawValue: n.mode) ?? .test
-        var records: [DeliveryRecord] = []
-        var credentialChanges = CredentialChanges()
+    public func process(job: ClaimedJob, encrypted: Bool, devices: [BatchDeviceRow], now: Date) -> Output {
+        processMany([Input(job: job, encrypted: encrypted, devices: devices)], now: now)[0]
+    }
 
-        // Content; a notification whose data is not a JSON object fails every delivery (INVALID_DATA).
-        let content: NotificationContent
-        do {
-            content = try Self.content(of: n)
-        } catch {
-            let e = error as? PushError ?? PushError(.invalidData, "data is not a JSON object")
-            for d in devices where !Self.isFinal(d) {
-                records.append(Self.failed(d, e, netsCharge: false))
-            }
-            return (records, credentialChanges)
-        }
-        var states = CredentialStates()
-        if mode == .live {
-            do { states = try router.credentialStates(appID: n.appID) } catch {
-                states = CredentialStates(unusable: Set(Platform.allCases))
-            }
-        }
-        let planner = DeliveryPlanner(content: content,
-                                      placeholders: AppPlaceholders(title: job.app.placeholderTitle,
-                                                                    body: job.app.placeholderBody),
-                                      requireEncryption: encrypted, mode: mode, invalidCredentials: states.unusable)
-        let expiry = Expiry(accepted: n.acceptedAt, sendAt: n.sendAt, ttlSeconds: n.ttlSeconds)
+    /// Several batches at once (a claim's worth of small notifications): every delivery planned,
+    /// all sealing spread over the cores in one pass, pushes sent per (app, mode) in one call each,
+    /// answers classified. Outputs are in the order of `inputs`.
+    public func processMany(_ inputs: [Input], now: Date) -> [Output] {
+        var outputs = [Output](repeating: ([], CredentialChanges()), count: inputs.count)
+        var statesByApp: [UUID: CredentialStates] = [:]
+        var work: [WorkItem] = []
 
         // 1. Plan (pure) and pick what must be sealed.
-        var work: [(device: BatchDeviceRow, plan: PlannedDelivery, ttl: Expiry.RequestTTL)] = []
-        for d in devices {
-            if Self.isFinal(d) { continue }
-            if let at = d.nextAttemptAt, at > now.addingTimeInterval(0.25) {
-                // Not yet due: carried forward unchanged into the successor job.
-                records.append(DeliveryRecord(deviceID: d.deviceID, status: "retrying", errorCode: nil,
-                                              encrypted: false, attempts: d.attempts, failures: d.failures,
-                                              nextAttemptAt: at))
+        for (b, input) in inputs.enumerated() {
+            let n = input.job.notification
+            let mode = Mode(rawValue: n.mode) ?? .test
+            let devices = input.devices
+            // Content; a notification whose data is not a JSON object fails every delivery (INVALID_DATA).
+            let content: NotificationContent
+            do {
+                content = try Self.content(of: n)
+            } catch {
+                let e = error as? PushError ?? PushError(.invalidData, "data is not a JSON object")
+                for d in devices where !Self.isFinal(d) {
+                    outputs[b].records.append(Self.failed(d, e, netsCharge: false))
+                }
                 continue
             }
-            guard d.found, d.targeted else {
-                records.append(Self.failed(d, PushError(.deviceGone, "device no longer targeted at send time"),
-                                           netsCharge: false))
-                continue
+            var states = CredentialStates()
+            if mode == .live {
+                if let known = statesByApp[n.appID] {
+                    states = known
+                } else {
+                    do { states = try router.credentialStates(appID: n.appID) } catch {
+                        states = CredentialStates(unusable: Set(Platform.allCases))
+                    }
+                    statesByApp[n.appID] = states
+                }
             }
-            guard let ttl = expiry.request(now: now, firstAttempt: d.attempts == 0) else {
-                records.append(Self.failed(d, PushError(.expired, "the notification expired before it could be sent"),
-                                           netsCharge: false))
-                continue
-            }
-            let snapshot = DeviceSnapshot(platform: d.platform ?? "", token: d.token ?? d.endpoint ?? "",
-                                          apnsEnvironment: d.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
-                                          publicKey: d.publicKey, kid: d.kid)
-            switch planner.plan(snapshot) {
-            case .refuse(let error, _):
-                records.append(Self.failed(d, error, netsCharge: LedgerRule.netsCharge(.failed(error.code))))
-            case .send(let plan):
-                work.append((d, plan, ttl))
+            let planner = DeliveryPlanner(content: content,
+                                          placeholders: AppPlaceholders(title: input.job.app.placeholderTitle,
+                                                                        body: input.job.app.placeholderBody),
+                                          requireEncryption: input.encrypted, mode: mode,
+                                          invalidCredentials: states.unusable)
+            let expiry = Expiry(accepted: n.acceptedAt, sendAt: n.sendAt, ttlSeconds: n.ttlSeconds)
+            for d in devices {
+                if Self.isFinal(d) { continue }
+                if let at = d.nextAttemptAt, at > now.addingTimeInterval(0.25) {
+                    // Not yet due: carried forward unchanged into the successor job.
+                    outputs[b].records.append(DeliveryRecord(deviceID: d.deviceID, status: "retrying", errorCode: nil,
+                                                             encrypted: false, attempts: d.attempts,
+                                                             failures: d.failures, nextAttemptAt: at))
+                    continue
+                }
+                guard d.found, d.targeted else {
+                    outputs[b].records.append(Self.failed(d, PushError(.deviceGone, "device no longer targeted at send time"),
+                                                          netsCharge: false))
+                    continue
+                }
+                guard let ttl = expiry.request(now: now, firstAttempt: d.attempts == 0) else {
+                    outputs[b].records.append(Self.failed(d, PushError(.expired, "the notification expired before it could be sent"),
+                                                          netsCharge: false))
+                    continue
+                }
+                let snapshot = DeviceSnapshot(platform: d.platform ?? "", token: d.token ?? d.endpoint ?? "",
+                                              apnsEnvironment: d.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
+                                              publicKey: d.publicKey, kid: d.kid)
+                switch planner.plan(snapshot) {
+                case .refuse(let error, _):
+                    outputs[b].records.append(Self.failed(d, error, netsCharge: LedgerRule.netsCharge(.failed(error.code))))
+                case .send(let plan):
+                    work.append(WorkItem(batch: b, device: d, plan: plan, ttl: ttl, appID: n.appID, mode: mode,
+                                         states: states, expiresAt: expiry.expiresAt))
+                }
             }
         }
 
@@ -101,7 +133,7 @@ public final class BatchProcessor {
                                                   count: work.count)
         let sealStart = DispatchTime.now().uptimeNanoseconds
         bodies.withUnsafeMutableBufferPointer { out in
-            let base = out.baseAddress!
+            guard let base = out.baseAddress else { return }
             let buildOne = { (i: Int) in
                 base[i] = self.build(work[i].plan, device: work[i].device, ttl: work[i].ttl)
             }
@@ -117,36 +149,60 @@ public final class BatchProcessor {
                                  count: sealed)
         }
 
-        // 3. Send what was built.
-        var pushes: [OutboundPush] = []
-        var pushIndex: [Int] = []
+        // 3. Send what was built, one router call per (app, mode).
+        var groups: [GroupKey: [(item: Int, push: OutboundPush)]] = [:]
+        var groupOrder: [GroupKey] = []
         for (i, item) in work.enumerated() {
             switch bodies[i] {
             case .failure(let error):
-                records.append(Self.failed(item.device, error, netsCharge: LedgerRule.netsCharge(.failed(error.code))))
+                outputs[item.batch].records.append(Self.failed(item.device, error,
+                                                               netsCharge: LedgerRule.netsCharge(.failed(error.code))))
             case .success(let body):
-                pushes.append(OutboundPush(deviceID: item.device.deviceID, platform: item.plan.platform,
-                                           token: item.plan.platform == .web ? (item.device.endpoint ?? "") : item.plan.token,
-                                           apnsEnvironment: item.plan.apnsEnvironment, body: body,
-                                           priority: item.plan.priority, apnsExpiration: item.ttl.apnsExpiration,
-                                           secondsLeft: item.ttl.secondsLeft, collapseKey: item.plan.collapseKey,
-                                           apnsID: item.device.apnsID, previousAttempts: item.device.attempts))
-                pushIndex.append(i)
+                let push = OutboundPush(deviceID: item.device.deviceID, platform: item.plan.platform,
+                                        token: item.plan.platform == .web ? (item.device.endpoint ?? "") : item.plan.token,
+                                        apnsEnvironment: item.plan.apnsEnvironment, body: body,
+                                        priority: item.plan.priority, apnsExpiration: item.ttl.apnsExpiration,
+                                        secondsLeft: item.ttl.secondsLeft, collapseKey: item.plan.collapseKey,
+                                        apnsID: item.device.apnsID, previousAttempts: item.device.attempts)
+                let key = GroupKey(appID: item.appID, mode: item.mode)
+                if groups[key] == nil { groupOrder.append(key) }
+                groups[key, default: []].append((i, push))
             }
         }
-        let answers = pushes.isEmpty ? [] : router.send(appID: n.appID, mode: mode, pushes: pushes)
 
-        // 4. Classify every answer (PushCore's table) into a record.
-        for (k, push) in pushes.enumerated() {
-            let item = work[pushIndex[k]]
-            let (provider, answer) = k < answers.count ? answers[k]
-                : (ProviderKind.simulator, ProviderAnswer(transport: .notSent, rawDetail: "no answer from router"))
-            let record = classify(answer, provider: provider, push: push, device: item.device,
-                                  encrypted: item.plan.encrypted, states: states, expiresAt: expiry.expiresAt,
-                                  now: now, credentials: &credentialChanges, testPayload: mode == .test ? push.body : nil)
-            records.append(record)
+        // 4. Classify every answer (PushCore's table) into its batch's records.
+        for key in groupOrder {
+            let entries = groups[key] ?? []
+            let answers = router.send(appID: key.appID, mode: key.mode, pushes: entries.map(\.push))
+            for (k, entry) in entries.enumerated() {
+                let item = work[entry.item]
+                let (provider, answer) = k < answers.count ? answers[k]
+                    : (ProviderKind.simulator, ProviderAnswer(transport: .notSent, rawDetail: "no answer from router"))
+                let record = classify(answer, provider: provider, push: entry.push, device: item.device,
+                                      encrypted: item.plan.encrypted, states: item.states, expiresAt: item.expiresAt,
+                                      now: now, credentials: &outputs[item.batch].credentials,
+                                      testPayload: key.mode == .test ? entry.push.body : nil)
+                outputs[item.batch].records.append(record)
+            }
         }
-        return (records, credentialChanges)
+        return outputs
+    }
+
+    /// One delivery between planning and its answer.
+    private struct WorkItem {
+        var batch: Int
+        var device: BatchDeviceRow
+        var plan: PlannedDelivery
+        var ttl: Expiry.RequestTTL
+        var appID: UUID
+        var mode: Mode
+        var states: CredentialStates
+        var expiresAt: Date
+    }
+
+    private struct GroupKey: Hashable {
+        var appID: UUID
+        var mode: Mode
     }
 
     // MARK: - Building payloads

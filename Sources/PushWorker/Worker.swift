@@ -110,20 +110,90 @@ public final class Worker: @unchecked Sendable {
         metrics.jobsClaimed.increment(by: Double(jobs.count))
         if !jobs.isEmpty { log.debug("queue.claim", ["jobs": jobs.count]) }
         for job in jobs { keeper.hold(job.id, token: job.leaseToken) }
-        for (i, job) in jobs.enumerated() {
-            if isStopping {
-                // Graceful shutdown: give back what was claimed but not started.
-                for rest in jobs[i...] {
-                    try? store.jobRelease(id: rest.id, leaseToken: rest.leaseToken)
-                    keeper.release(rest.id)
-                }
-                break
+        if isStopping {
+            // Graceful shutdown: give back what was claimed but not started.
+            for job in jobs {
+                try? store.jobRelease(id: job.id, leaseToken: job.leaseToken)
+                keeper.release(job.id)
             }
-            process(job, store: store)
-            keeper.release(job.id)
-            processedJobs += 1
+            return jobs.count
         }
+        if jobs.count == 1 {
+            process(jobs[0], store: store)
+        } else if !jobs.isEmpty {
+            processGroup(jobs, store: store)
+        }
+        for job in jobs { keeper.release(job.id) }
+        processedJobs += jobs.count
         return jobs.count
+    }
+
+    /// Processes a claim's jobs together: one round trip starts every notification job, one loads
+    /// every batch's devices, one processor pass seals and sends them all, one transaction records
+    /// them all. On an error before anything was sent, each job is processed alone; after sending,
+    /// each job's already computed outcome is recorded alone (never sent again).
+    func processGroup(_ jobs: [ClaimedJob], store: QueueStore) {
+        let started = Date()
+        let starts: [Int64: NotificationStart]
+        do {
+            starts = try store.notificationStartMany(jobs.filter { $0.kind == "notification" }, batchSize: config.batchSize)
+        } catch {
+            log.debug("group.start_fallback", ["jobs": jobs.count, "error": String(describing: error).prefix(200)])
+            for job in jobs { process(job, store: store) }
+            return
+        }
+        var inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
+        for var job in jobs {
+            var encrypted = job.notification.encrypted ?? job.app.requireEncryption
+            var deviceIDs = job.deviceIDs ?? []
+            if job.kind == "notification", let start = starts[job.id] {
+                log.info("notification.start", ["notification_id": job.notification.id, "batches": start.batchJobs,
+                                                "gone": start.gone, "encrypted": start.encrypted])
+                guard let inline = start.inlineDeviceIDs else { continue }  // split into batch jobs
+                // The job is now the notification's single batch (push_start_notification turned it).
+                job.kind = "batch"
+                job.deviceIDs = inline
+                job.notification.encrypted = start.encrypted
+                encrypted = start.encrypted
+                deviceIDs = inline
+            }
+            inputs.append((job, encrypted, deviceIDs))
+        }
+        if inputs.isEmpty { return }
+        let loaded: [[BatchDeviceRow]]
+        do {
+            loaded = try store.batchLoadDevicesMany(inputs.map { ($0.job.notification.id, $0.deviceIDs) })
+        } catch {
+            for input in inputs { process(input.job, store: store) }
+            return
+        }
+        let outputs = processor.processMany(
+            zip(inputs, loaded).map { BatchProcessor.Input(job: $0.0.job, encrypted: $0.0.encrypted, devices: $0.1) },
+            now: Date())
+        var outcomes: [BatchOutcome] = []
+        for (input, output) in zip(inputs, outputs) {
+            if keeper.isLost(input.job.id) {
+                log.warn("batch.lease_lost", ["job_id": input.job.id])
+                continue
+            }
+            outcomes.append(BatchOutcome(job: input.job, records: output.records, credentials: output.credentials))
+        }
+        do {
+            let results = try store.batchRecordMany(outcomes, decideFinal: Self.decideFinal)
+            for o in outcomes {
+                count(o.records, credentials: o.credentials)
+                let r = results[o.job.id]
+                log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
+                                          "devices": o.records.count, "remaining_batches": r?.remainingBatches ?? -1,
+                                          "deactivated": r?.deactivated ?? 0, "grouped": outcomes.count,
+                                          "ms": Int(Date().timeIntervalSince(started) * 1000)])
+            }
+        } catch {
+            // Nothing of the grouped record was written (one lost lease fails it all): record each
+            // job's computed outcome on its own, without sending anything again.
+            log.debug("group.record_fallback", ["jobs": outcomes.count, "error": String(describing: error).prefix(200)])
+            for o in outcomes { record(o, store: store, started: started) }
+        }
     }
 
     /// Processes one claimed job; never throws: a failure is recorded on the job (retry / discard).
@@ -146,25 +216,47 @@ public final class Worker: @unchecked Sendable {
                 log.warn("batch.lease_lost", ["job_id": job.id])
                 return
             }
-            let result = try store.batchRecord(job: job, records: records, credentials: credentials) { endings, hasSMS in
-                let outcome = NotificationOutcome.final(endings: endings.map(Self.ending), hasSMSFallback: hasSMS)
-                return NotificationFinal(status: outcome.status.rawValue, errorCode: outcome.errorCode?.rawValue)
-            }
-            count(records, credentials: credentials)
-            log.info("batch.record", ["job_id": job.id, "notification_id": job.notification.id, "devices": records.count,
-                                      "remaining_batches": result.remainingBatches, "deactivated": result.deactivated,
-                                      "ms": Int(Date().timeIntervalSince(started) * 1000)])
-        } catch let e as PGError where e.message.hasPrefix("LEASE_LOST") || e.message.contains("LEASE_LOST") {
-            log.warn("batch.lease_lost", ["job_id": job.id])
+            record(BatchOutcome(job: job, records: records, credentials: credentials), store: store, started: started)
         } catch {
-            metrics.dbErrors.increment()
-            let attempt = Double(max(1, job.attempt))
-            let retryAt = Date().addingTimeInterval(min(300, pow(2, attempt)))
-            let state = try? store.jobFail(id: job.id, leaseToken: job.leaseToken,
-                                           error: String(describing: error), retryAt: retryAt)
-            log.error("job.failed", ["job_id": job.id, "attempt": job.attempt, "state": state ?? "lease_lost",
-                                     "error": String(describing: error).prefix(300)])
+            handleFailure(job, error, store: store)
         }
+    }
+
+    /// Records one batch's computed outcome in its own lease-guarded transaction; never throws.
+    private func record(_ o: BatchOutcome, store: QueueStore, started: Date) {
+        do {
+            let result = try store.batchRecord(job: o.job, records: o.records, credentials: o.credentials,
+                                               decideFinal: Self.decideFinal)
+            count(o.records, credentials: o.credentials)
+            log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
+                                      "devices": o.records.count, "remaining_batches": result.remainingBatches,
+                                      "deactivated": result.deactivated,
+                                      "ms": Int(Date().timeIntervalSince(started) * 1000)])
+        } catch {
+            handleFailure(o.job, error, store: store)
+        }
+    }
+
+    /// A job whose processing failed: a lost lease is left to its new owner; anything else is
+    /// retried later with backoff, and set aside (discarded) once out of attempts.
+    private func handleFailure(_ job: ClaimedJob, _ error: Error, store: QueueStore) {
+        if let e = error as? PGError, e.message.contains("LEASE_LOST") {
+            log.warn("batch.lease_lost", ["job_id": job.id])
+            return
+        }
+        metrics.dbErrors.increment()
+        let attempt = Double(max(1, job.attempt))
+        let retryAt = Date().addingTimeInterval(min(300, pow(2, attempt)))
+        let state = try? store.jobFail(id: job.id, leaseToken: job.leaseToken,
+                                       error: String(describing: error), retryAt: retryAt)
+        log.error("job.failed", ["job_id": job.id, "attempt": job.attempt, "state": state ?? "lease_lost",
+                                 "error": String(describing: error).prefix(300)])
+    }
+
+    /// PushCore's R-SEND-6 decision for a notification whose last batch was recorded.
+    static func decideFinal(_ endings: [String], _ hasSMS: Bool) -> NotificationFinal {
+        let outcome = NotificationOutcome.final(endings: endings.map(Self.ending), hasSMSFallback: hasSMS)
+        return NotificationFinal(status: outcome.status.rawValue, errorCode: outcome.errorCode?.rawValue)
     }
 
     // MARK: - Helpers

@@ -50,38 +50,52 @@ enum JobQueries {
       FROM push_start_notification($1::bigint, $2::uuid, $3::int, coalesce($4::timestamptz, now()))
     """
 
-    /// One batch's devices, keys, delivery progress and acceptance charge, in one round trip.
+    /// The send-time step of several notification jobs in one round trip (`$1` job ids, `$2` lease
+    /// tokens, in claim order). Any error (one lease lost) fails the statement: the caller then
+    /// starts the jobs one by one.
+    static let startNotifications = """
+    SELECT j.id AS job_id, s.inline_device_ids, s.batch_jobs, s.gone, s.encrypted
+      FROM unnest($1::bigint[], $2::uuid[]) WITH ORDINALITY AS j(id, token, ord),
+           LATERAL push_start_notification(j.id, j.token, $3::int, coalesce($4::timestamptz, now())) AS s
+     ORDER BY j.ord
+    """
+
+    /// Devices of several batches (keys, targeting at send time, delivery progress, charge) in one
+    /// round trip: `$1` batch index, `$2` notification id, `$3` device id, one element per device.
     /// `targeted` re-checks R-SEND-1 at send time for every device (a retry batch may run after the
-    /// device moved, was deleted or deactivated).
+    /// device moved, was deleted or deactivated). Primary keys of push_devices, push_deliveries and
+    /// push_ledger.
     static let loadBatchDevices = """
-    SELECT ids.id AS device_id, d.id IS NOT NULL AS found, d.platform, d.token, d.endpoint, d.p256dh,
+    SELECT p.batch, p.id AS device_id, d.id IS NOT NULL AS found, d.platform, d.token, d.endpoint, d.p256dh,
            d.auth_secret, d.apns_environment, d.public_key, d.kid, d.last_registered_at,
            coalesce(d.app_id = n.app_id AND d.mode = n.mode AND d.active AND d.user_id = ANY (n.user_ids)
                     AND (n.device_ids IS NULL OR d.id = ANY (n.device_ids)), false) AS targeted,
            del.status AS delivery_status, coalesce(del.attempts, 0) AS attempts,
            coalesce(del.failures, 0) AS failures, del.next_attempt_at,
            EXISTS (SELECT 1 FROM push_ledger l
-                    WHERE l.notification_id = n.id AND l.device_id = ids.id AND l.kind = 'charge') AS charged,
-           push_apns_id(n.id, ids.id) AS apns_id
-      FROM push_notifications n
-     CROSS JOIN unnest($2::uuid[]) AS ids(id)
-      LEFT JOIN push_devices d ON d.id = ids.id
-      LEFT JOIN push_deliveries del ON del.notification_id = n.id AND del.device_id = ids.id
-     WHERE n.id = $1::uuid
+                    WHERE l.notification_id = n.id AND l.device_id = p.id AND l.kind = 'charge') AS charged,
+           push_apns_id(n.id, p.id) AS apns_id
+      FROM unnest($1::int[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS p(batch, notification_id, id, ord)
+      JOIN push_notifications n ON n.id = p.notification_id
+      LEFT JOIN push_devices d ON d.id = p.id
+      LEFT JOIN push_deliveries del ON del.notification_id = n.id AND del.device_id = p.id
+     ORDER BY p.ord
     """
 
-    /// Everything a batch produced (see `push_record_batch` in sql/0002): one round trip.
-    static let recordBatch = """
-    SELECT remaining_batches, deactivated, endings, has_sms
-      FROM push_record_batch($1::bigint, $2::uuid, $3::uuid[], $4::text[], $5::text[], $6::text[], $7::boolean[],
-                             $8::text[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::bytea[],
-                             $14::boolean[], $15::text[], $16::timestamptz[], $17::text[], $18::text[], $19::text[],
-                             coalesce($20::timestamptz, now()))
+    /// Several batches recorded in one round trip (see `push_record_batches` in sql/0004): the
+    /// per-record arrays are flattened, `$3` gives each record's job (1-based into `$1`).
+    static let recordBatches = """
+    SELECT job_id, remaining_batches, deactivated, endings, has_sms
+      FROM push_record_batches($1::bigint[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], $6::text[], $7::text[],
+                               $8::boolean[], $9::text[], $10::text[], $11::int[], $12::int[], $13::timestamptz[],
+                               $14::bytea[], $15::boolean[], $16::text[], $17::timestamptz[], $18::int[], $19::text[],
+                               $20::text[], $21::int[], $22::text[], coalesce($23::timestamptz, now()))
     """
 
-    /// The notification's final state (see `push_finalize_notification`).
-    static let finalizeNotification = """
-    SELECT push_finalize_notification($1::uuid, $2::text, $3::text, coalesce($4::timestamptz, now()))
+    /// Notifications' final states (see `push_finalize_notification`), one element each.
+    static let finalizeNotifications = """
+    SELECT push_finalize_notification(x.id, x.status, x.code, coalesce($4::timestamptz, now()))
+      FROM unnest($1::uuid[], $2::text[], $3::text[]) AS x(id, status, code)
     """
 
     /// Extends the leases of the jobs this worker still holds, matched by (id, lease token).

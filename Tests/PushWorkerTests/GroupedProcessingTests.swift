@@ -1,0 +1,85 @@
+import Foundation
+import XCTest
+import PushCore
+import PushStore
+import PushWorker
+
+/// A claim's jobs are processed together (one start, one load, one record for all of them), and
+/// every guarantee still holds per job: one delivery row per (notification, device), the ledger
+/// nets as R-SEND-9 says, a lost lease loses only that job's record, and nothing is sent twice.
+final class GroupedProcessingTests: WorkerTestCase {
+    func testManySmallNotificationsInOneClaimAreEachDeliveredAndRecordedOnce() throws {
+        let app = try createApp()
+        var notifications: [UUID] = []
+        var devices: [UUID: [UUID]] = [:]
+        for u in 0..<12 {
+            let user = "user\(u)"
+            let d1 = try register(app, user: user, platform: "ios")
+            let d2 = try register(app, user: user, platform: "android")
+            let n = try enqueue(app, users: [user])
+            notifications.append(n)
+            devices[n] = [d1, d2]
+        }
+        let router = RecordingRouter()
+        let worker = try makeWorker(router, claimLimit: 16)
+        XCTAssertEqual(try worker.runOnce(connection: workerConn), 12, "one claim takes all twelve notification jobs")
+        XCTAssertEqual(router.pushes.count, 24, "every device sent to once")
+        XCTAssertEqual(Set(router.pushes.map(\.deviceID)).count, 24)
+        for n in notifications {
+            let state = try notification(n)
+            XCTAssertEqual(state.status, "sent")
+            XCTAssertEqual(state.deviceCount, 2)
+            XCTAssertEqual(try deliveries(n).count, 2)
+            try assertLedgerInvariants(n)
+        }
+        XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state <> 'completed'"), 0)
+    }
+
+    func testALostLeaseInTheGroupLosesOnlyThatJobsRecordAndNothingIsSentTwice() throws {
+        let app = try createApp()
+        var notifications: [UUID] = []
+        for u in 0..<4 {
+            _ = try register(app, user: "u\(u)")
+            notifications.append(try enqueue(app, users: ["u\(u)"]))
+        }
+        let stolen = notifications[1]
+        let router = RecordingRouter()
+        // While the group is being sent, another worker takes over one job (its lease changes).
+        router.onSend = { [conn] _ in
+            _ = try? conn?.exec("""
+                UPDATE push_jobs SET lease_token = gen_random_uuid(), lease_owner = 'thief'
+                 WHERE notification_id = $1::uuid AND state = 'running'
+                """, [.uuid(stolen)])
+        }
+        let worker = try makeWorker(router, claimLimit: 16)
+        XCTAssertEqual(try worker.runOnce(connection: workerConn), 4)
+        XCTAssertEqual(router.pushes.count, 4, "the fallback records the computed outcomes, it never sends again")
+        for n in notifications where n != stolen {
+            XCTAssertEqual(try notification(n).status, "sent", "the other jobs of the group are recorded")
+            try assertLedgerInvariants(n)
+        }
+        XCTAssertEqual(try deliveries(stolen).count, 0, "the job whose lease was lost records nothing")
+        XCTAssertEqual(try int("""
+            SELECT count(*)::int FROM push_jobs j JOIN push_notifications n ON n.id = j.notification_id
+             WHERE n.id = $1::uuid AND j.state = 'running' AND j.lease_owner = 'thief'
+            """, [.uuid(stolen)]), 1, "it stays with its new owner")
+    }
+
+    func testGroupMixingASplitBroadcastAndSmallNotificationsRecordsEveryDeviceOnce() throws {
+        let app = try createApp()
+        var broadcastDevices: [UUID] = []
+        for u in 0..<30 { broadcastDevices.append(try register(app, user: "b\(u)")) }
+        let broadcast = try enqueue(app, users: (0..<30).map { "b\($0)" })
+        let small = try enqueue(app, users: ["b0"])
+        let worker = try makeWorker(RecordingRouter(), batchSize: 8, claimLimit: 16)
+        try drain(worker)
+        XCTAssertEqual(try deliveries(broadcast).count, 30)
+        XCTAssertEqual(try notification(broadcast).status, "sent")
+        XCTAssertEqual(try notification(broadcast).deviceCount, 30)
+        XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE notification_id = $1::uuid AND kind = 'batch'",
+                               [.uuid(broadcast)]), 4, "30 devices in batches of 8")
+        XCTAssertEqual(try notification(small).status, "sent")
+        try assertLedgerInvariants(broadcast)
+        try assertLedgerInvariants(small)
+    }
+}
