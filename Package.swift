@@ -15,9 +15,10 @@ func hasSources(_ dir: String) -> Bool {
 let testTargets: [Target] = [
     .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto"]),
     .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto"]),
-    .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto"]),
-    .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto"]),
-    .testTarget(name: "PushWorkerTests", dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto"]),
+    .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushWorkerTests",
+                dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
 ]
 
 let package = Package(
@@ -43,6 +44,12 @@ let package = Package(
         .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker"]),
 
         // MARK: - Tests (see `testTargets` below)
+        /// Test-only helpers shared by the test targets (test targets cannot share files): `RepoPaths`,
+        /// `FakeProcess` and the fake launchers, `FakeMaterial`, `MigratedTestDatabase`. A regular
+        /// target so test targets can depend on it; it must never be a dependency of a product module
+        /// or of the `pushfleet` executable.
+        .target(name: "PushTestSupport", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushProviders"],
+                path: "Tests/PushTestSupport"),
     ] + testTargets.filter { hasSources("Tests/\($0.name)") },
     swiftLanguageModes: [.v5]
 )

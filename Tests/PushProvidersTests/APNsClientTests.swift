@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 @testable import PushProviders
+import PushTestSupport
 import XCTest
 
 /// A clock the test moves by hand.
@@ -15,19 +16,15 @@ final class ManualClock: ProviderClock, @unchecked Sendable {
 /// APNs client against `scripts/fakes/fake_apns.py` over real HTTP/2 + TLS (PROTOCOLS.md A).
 final class APNsClientTests: XCTestCase {
     static let team = "TEAM123456", key = "KEY1234567", topic = "com.example.honkio"
-    private var servers: [FakeProviderServer] = []
+    private let servers = StartedFakes()
 
     override func tearDown() {
-        servers.forEach { $0.stop() }
-        servers = []
+        servers.stopAll()
     }
 
     private func startFake(_ extra: [String] = []) throws -> FakeProviderServer {
-        let server = try FakeProviderServer.start("fake_apns.py", [
-            "--public-key", try FakeMaterial.file("apns_pub.pem"), "--team-id", Self.team,
-            "--key-id", Self.key, "--topic", Self.topic, "--initial-streams", "1"] + extra)
-        servers.append(server)
-        return server
+        servers.keep(try .startAPNs(teamID: Self.team, keyID: Self.key, topic: Self.topic,
+                                    extra: ["--initial-streams", "1"] + extra))
     }
 
     private func client(production: FakeProviderServer, sandbox: FakeProviderServer? = nil, topic: String = topic,

@@ -1,24 +1,20 @@
 import Foundation
 import PushCore
 @testable import PushProviders
+import PushTestSupport
 import XCTest
 
 /// FCM v1 client against `scripts/fakes/fake_fcm.py` over real HTTP/2 + TLS (PROTOCOLS.md B).
 final class FCMClientTests: XCTestCase {
     static let project = "demo-project", email = "pushfleet@demo-project.iam.gserviceaccount.com"
-    private var servers: [FakeProviderServer] = []
+    private let servers = StartedFakes()
 
     override func tearDown() {
-        servers.forEach { $0.stop() }
-        servers = []
+        servers.stopAll()
     }
 
     private func startFake(_ extra: [String] = []) throws -> FakeProviderServer {
-        let server = try FakeProviderServer.start("fake_fcm.py", [
-            "--sa-public-key", try FakeMaterial.file("sa_pub.pem"), "--client-email", Self.email,
-            "--project-id", Self.project] + extra)
-        servers.append(server)
-        return server
+        servers.keep(try .startFCM(clientEmail: Self.email, projectID: Self.project, extra: extra))
     }
 
     private func client(_ fake: FakeProviderServer, email: String = email, timeoutMillis: Int = 10_000,

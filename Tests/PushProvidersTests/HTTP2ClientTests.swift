@@ -1,23 +1,20 @@
 import Foundation
 import PushCore
 import PushProviders
+import PushTestSupport
 import XCTest
 
 /// The libcurl multi wrapper on its own (PROTOCOLS.md A.7), against the fake APNs answering 403
 /// `MissingProviderToken` to unauthenticated requests (any full response will do here).
 final class HTTP2ClientTests: XCTestCase {
-    private var servers: [FakeProviderServer] = []
+    private let servers = StartedFakes()
 
     override func tearDown() {
-        servers.forEach { $0.stop() }
-        servers = []
+        servers.stopAll()
     }
 
     private func startFake(_ extra: [String] = []) throws -> FakeProviderServer {
-        let server = try FakeProviderServer.start("fake_apns.py", [
-            "--public-key", try FakeMaterial.file("apns_pub.pem"), "--team-id", "T", "--key-id", "K", "--topic", "t"] + extra)
-        servers.append(server)
-        return server
+        servers.keep(try .startAPNs(teamID: "T", keyID: "K", topic: "t", extra: extra))
     }
 
     private func client(_ tune: (inout HTTP2Client.Configuration) -> Void = { _ in }) throws -> HTTP2Client {

@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 import PushProviders
+import PushTestSupport
 import XCTest
 
 /// `ProviderBenchmark` against the fake APNs. A small run always executes (it checks the numbers are
@@ -8,9 +9,8 @@ import XCTest
 final class ProviderBenchmarkTests: XCTestCase {
     func testMultiplexedAndSequentialRunsReportCPUPerRequest() throws {
         let count = ProcessInfo.processInfo.environment["PUSH_BENCH"] == "1" ? 2000 : 60
-        let fake = try FakeProviderServer.start("fake_apns.py", [
-            "--public-key", try FakeMaterial.file("apns_pub.pem"), "--team-id", "TEAM123456",
-            "--key-id", "KEY1234567", "--topic", "com.example.honkio", "--max-streams", "1000"])
+        let fake = try FakeProviderServer.startAPNs(teamID: "TEAM123456", keyID: "KEY1234567", topic: "com.example.honkio",
+                                                    extra: ["--max-streams", "1000"])
         defer { fake.stop() }
         var config = APNsClient.Configuration(teamId: "TEAM123456", keyId: "KEY1234567", topic: "com.example.honkio")
         config.productionBaseURL = fake.baseURL

@@ -2,23 +2,21 @@ import Foundation
 import PushCore
 import PushCrypto
 import PushProviders
+import PushTestSupport
 import XCTest
 
 /// Web Push client against `scripts/fakes/fake_webpush.py` over real HTTP/2 + TLS on 127.0.0.1
 /// (RFC 8030, RFC 8291, RFC 8292; PROTOCOLS.md C). The fake checks VAPID and headers and decrypts
 /// every body with the subscription's private key.
 final class WebPushClientTests: XCTestCase {
-    private var fakes: [FakeWebPushService] = []
+    private let fakes = StartedFakes()
 
     override func tearDown() {
-        fakes.forEach { $0.stop() }
-        fakes = []
+        fakes.stopAll()
     }
 
     private func startFake(_ subscriptions: [FakeWebPushSubscription]) throws -> FakeWebPushService {
-        let fake = try FakeWebPushService.start(subscriptions)
-        fakes.append(fake)
-        return fake
+        fakes.keep(try FakeWebPushService.start(subscriptions))
     }
 
     private func table(_ answer: ProviderAnswer, verified: Bool = false) -> AnswerOutcome {

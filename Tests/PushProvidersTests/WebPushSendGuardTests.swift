@@ -2,22 +2,20 @@ import Foundation
 import PushCore
 import PushCrypto
 import PushProviders
+import PushTestSupport
 import XCTest
 
 /// The send-time guard of issue 7 / R-DEV-1: a subscription endpoint must never make the worker
 /// call into our own network, even when its DNS changes after registration.
 final class WebPushSendGuardTests: XCTestCase {
-    private var fakes: [FakeWebPushService] = []
+    private let fakes = StartedFakes()
 
     override func tearDown() {
-        fakes.forEach { $0.stop() }
-        fakes = []
+        fakes.stopAll()
     }
 
     private func startFake(_ subscriptions: [FakeWebPushSubscription]) throws -> FakeWebPushService {
-        let fake = try FakeWebPushService.start(subscriptions)
-        fakes.append(fake)
-        return fake
+        fakes.keep(try FakeWebPushService.start(subscriptions))
     }
 
     private func assertForbidden(_ answer: ProviderAnswer, _ detailPart: String, file: StaticString = #filePath,

@@ -2,6 +2,7 @@ import Foundation
 import PushCore
 import PushCrypto
 import PushProviders
+import PushTestSupport
 import XCTest
 
 /// VAPID keys and tokens (RFC 8292, PROTOCOLS.md C.3) without a network.

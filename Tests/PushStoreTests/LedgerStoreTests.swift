@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 @testable import PushStore
 
 /// `LedgerStore.check` (R-SEND-8, R-SEND-9) against hand-written rows: a sound notification
@@ -9,9 +10,7 @@ final class LedgerStoreTests: PGTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("sql").path
-        try Migrator(connection: conn, migrations: Migrator.loadMigrations(directory: sql)).migrate()
+        try Migrator(connection: conn, migrations: Migrator.loadMigrations(directory: RepoPaths.sqlDirectory)).migrate()
         app = try conn.exec("INSERT INTO push_apps (name) VALUES ('ledger') RETURNING id").uuid(0, "id")
     }
 

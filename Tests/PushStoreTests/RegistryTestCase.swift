@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 import PushCore
 import PushCrypto
 @testable import PushStore
@@ -13,11 +14,8 @@ class RegistryTestCase: PGTestCase {
     /// A registry on `conn`.
     var registry: DeviceRegistry!
 
-    /// `<repo>/sql`, two levels above this file's folder.
-    static var sqlDirectory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("sql").path
-    }
+    /// `<repo>/sql` (`RepoPaths.sqlDirectory`).
+    static var sqlDirectory: String { RepoPaths.sqlDirectory }
 
     override func setUpWithError() throws {
         try super.setUpWithError()

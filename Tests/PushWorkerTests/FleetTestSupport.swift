@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 @testable import PushStore
 @testable import PushWorker
 
@@ -11,14 +12,13 @@ class FleetDBTestCase: XCTestCase {
     var conn: PGConnection!
 
     /// The repository's `sql/` directory.
-    static let sqlDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("sql").path
+    static let sqlDirectory = RepoPaths.sqlDirectory
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        database = try PGTestDatabase.create()
-        conn = try database.connect()
-        try Migrator(connection: conn, migrations: Migrator.loadMigrations(directory: Self.sqlDirectory)).migrate()
+        let fresh = try MigratedTestDatabase.create()
+        database = fresh.database
+        conn = fresh.connection
     }
 
     override func tearDownWithError() throws {

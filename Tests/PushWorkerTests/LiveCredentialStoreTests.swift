@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 import PushCore
 import PushCrypto
 @testable import PushStore
@@ -15,10 +16,9 @@ final class LiveCredentialStoreTests: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        database = try PGTestDatabase.create()
-        conn = try database.connect()
-        let sql = LiveFakeMaterial.repoRoot.appendingPathComponent("sql").path
-        _ = try Migrator(connection: conn, migrations: try Migrator.loadMigrations(directory: sql)).migrate()
+        let fresh = try MigratedTestDatabase.create()
+        database = fresh.database
+        conn = fresh.connection
         appID = try AppStore(connection: conn).appCreate(name: "creds").id
         keyA = try SecretBox.generateKey()
     }
@@ -38,7 +38,7 @@ final class LiveCredentialStoreTests: XCTestCase {
     }
 
     func testSetSealsTheSecretAtRestAndLoadOpensItR_APP_3() throws {
-        let p8 = try LiveFakeMaterial.bytes("apns_key.p8")
+        let p8 = try FakeMaterial.bytes("apns_key.p8")
         let s = try store(keyA).set(appID: appID, kind: .apns, config: apnsConfig(), secret: p8)
         XCTAssertEqual(s.state, .unverified)
         XCTAssertNil(s.firstAcceptedAt)
@@ -51,15 +51,15 @@ final class LiveCredentialStoreTests: XCTestCase {
         XCTAssertEqual(loaded.map(\.secret), [p8])
         XCTAssertFalse(loaded[0].description.contains("PRIVATE"))
         let fcm = try store(keyA).set(appID: appID, kind: .fcm, config: [:],
-                                      secret: try LiveFakeMaterial.serviceAccountJSON(tokenURI: "https://oauth2.googleapis.com/token"))
+                                      secret: try FakeMaterial.serviceAccountJSON(tokenURI: "https://oauth2.googleapis.com/token"))
         XCTAssertEqual(fcm.identifiers["project_id"], LiveFakes.fcmProject)
         XCTAssertEqual(fcm.identifiers["client_email"], LiveFakes.fcmClient)
         XCTAssertEqual(try store(keyA).states(appID: appID).map(\.kind), [.apns, .fcm])
     }
 
     func testInvalidSetsAreRefusedAsValidationErrorsWithoutQuotingTheSecret() throws {
-        let p8 = try LiveFakeMaterial.bytes("apns_key.p8")
-        let rsa = try LiveFakeMaterial.bytes("sa_key.pem")
+        let p8 = try FakeMaterial.bytes("apns_key.p8")
+        let rsa = try FakeMaterial.bytes("sa_key.pem")
         let s = try store(keyA)
         let cases: [(CredentialKind, [String: String], [UInt8], String)] = [
             (.apns, apnsConfig(), rsa, "p8 key"),                                   // an RSA key is not P-256
@@ -89,7 +89,7 @@ final class LiveCredentialStoreTests: XCTestCase {
     }
 
     func testUnknownOrDeletedAppIsNotFound() throws {
-        let p8 = try LiveFakeMaterial.bytes("apns_key.p8")
+        let p8 = try FakeMaterial.bytes("apns_key.p8")
         XCTAssertThrowsError(try store(keyA).set(appID: UUID(), kind: .apns, config: apnsConfig(), secret: p8)) {
             XCTAssertEqual(($0 as? PushError)?.code, .notFound)
         }
@@ -100,7 +100,7 @@ final class LiveCredentialStoreTests: XCTestCase {
     }
 
     func testReplacingASetResetsStateAndKeepsFirstAcceptanceForGoodR_APP_3() throws {
-        let p8 = try LiveFakeMaterial.bytes("apns_key.p8")
+        let p8 = try FakeMaterial.bytes("apns_key.p8")
         let first = try store(keyA).set(appID: appID, kind: .apns, config: apnsConfig(), secret: p8)
         _ = try conn.exec("""
             UPDATE push_credentials SET state = 'invalid', invalid_reason = 'TopicDisallowed',
@@ -116,7 +116,7 @@ final class LiveCredentialStoreTests: XCTestCase {
 
     func testPreviousKeyOpensAndRotateKeyResealsUnderTheCurrentKey() throws {
         let keyB = try SecretBox.generateKey()
-        let p8 = try LiveFakeMaterial.bytes("apns_key.p8")
+        let p8 = try FakeMaterial.bytes("apns_key.p8")
         let before = try store(keyA).set(appID: appID, kind: .apns, config: apnsConfig(), secret: p8)
         XCTAssertThrowsError(try store(keyB).load(appID: appID)) {
             XCTAssertEqual(($0 as? PushError)?.code, .credentialsInvalid)
@@ -131,7 +131,7 @@ final class LiveCredentialStoreTests: XCTestCase {
     }
 
     func testRotateKeyChangesNothingWhenASetOpensWithNeitherKey() throws {
-        let p8 = try LiveFakeMaterial.bytes("apns_key.p8")
+        let p8 = try FakeMaterial.bytes("apns_key.p8")
         try store(keyA).set(appID: appID, kind: .apns, config: apnsConfig(), secret: p8)
         XCTAssertThrowsError(try store(try SecretBox.generateKey()).rotateKey())
         XCTAssertEqual(try store(keyA).load(appID: appID).map(\.secret), [p8])

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 import PushProviders
 @testable import PushStore
 @testable import PushWorker
@@ -10,10 +11,7 @@ final class LiveTokenCacheTests: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        database = try PGTestDatabase.create()
-        let conn = try database.connect()
-        let sql = LiveFakeMaterial.repoRoot.appendingPathComponent("sql").path
-        _ = try Migrator(connection: conn, migrations: try Migrator.loadMigrations(directory: sql)).migrate()
+        database = try MigratedTestDatabase.create().database
     }
 
     override func tearDownWithError() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 import PushCore
 import PushCrypto
 @testable import PushStore
@@ -10,7 +11,7 @@ import PushCrypto
 final class LiveWebPushBatchTests: LiveWebPushTestCase {
     func testMixedBatchHandlesEachAnswerAndARetryAfterInvalidationIsRefusedWithoutRequestR_APP_4() throws {
         try setVAPID()
-        var ok: [(UUID, LiveWebSubscription)] = []
+        var ok: [(UUID, FakeWebPushSubscription)] = []
         for _ in 0..<9 {
             let s = try fake.take("ok")
             ok.append((try webDevice(s), s))
@@ -92,7 +93,7 @@ final class LiveWebPushBatchTests: LiveWebPushTestCase {
         try setVAPID()
         // The endpoint of a known subscription, registered with keys that are not the browser's.
         let s = try fake.take("ok")
-        let stranger = try LiveWebSubscription.make(scenario: "ok")
+        let stranger = try FakeWebPushSubscription.make(scenario: "ok")
         let d = try webDevice(endpoint: fake.endpoint(s.path), p256dh: stranger.p256dh, auth: stranger.auth)
         let n = try send()
         try drain()

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 import PushCore
 import PushCrypto
 @testable import PushStore
@@ -80,7 +81,7 @@ final class LiveWebPushGuardTests: LiveWebPushTestCase {
 
     func testEndpointResolvingToLoopbackWithoutAllowLoopbackFailsInvalidSubscriptionWithoutRequestR_DEV_1() throws {
         // A public-looking name that resolves to 127.0.0.1 (DNS rebinding), and a loopback IP literal.
-        let resolver = LiveStubResolver(["push.example.test": ["127.0.0.1"]])
+        let resolver = StubWebPushResolver(["push.example.test": ["127.0.0.1"]])
         try makeWorker(allowLoopback: false, resolver: resolver)
         try setVAPID()
         let named = try fake.take("ok"), literal = try fake.take("ok")
@@ -153,7 +154,7 @@ final class LiveWebPushGuardTests: LiveWebPushTestCase {
                 XCTAssertTrue(($0 as? PushError)?.message.hasPrefix("subject:") ?? false)
             }
         }
-        let rsa = try LiveFakeMaterial.bytes("sa_key.pem")  // a PEM private key, but RSA
+        let rsa = try FakeMaterial.bytes("sa_key.pem")  // a PEM private key, but RSA
         for (name, bad) in [("garbage", Array("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".utf8)),
                             ("not utf-8", [0xff, 0xfe, 0x00]), ("rsa", rsa), ("empty", [])] {
             XCTAssertThrowsError(try CredentialValidation.webpush(subject: Self.subject, privateKeyPEM: bad), name) {

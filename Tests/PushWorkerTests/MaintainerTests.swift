@@ -4,23 +4,8 @@ import PushStore
 import PushWorker
 
 /// Issue 4 part 7 (retention) and R-DEV-7 (cleanup) through the worker's maintainer.
-final class MaintainerTests: XCTestCase {
-    private var database: PGTestDatabase!
-    private var conn: PGConnection!
-
-    override func setUpWithError() throws {
-        database = try PGTestDatabase.create()
-        conn = try database.connect()
-        let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("sql").path
-        _ = try Migrator(connection: conn, migrations: try Migrator.loadMigrations(directory: sql)).migrate()
-    }
-
-    override func tearDownWithError() throws {
-        conn = nil
-        try database?.drop()
-    }
-
+/// (`WorkerTestCase` gives each test a fresh migrated database and `conn`.)
+final class MaintainerTests: WorkerTestCase {
     /// One final notification (content set, finished long ago) with a completed job, one delivery,
     /// a delivered event and a device deactivated long ago.
     private func seedOldRows(daysAgo: Int) throws -> (notification: UUID, device: UUID) {

@@ -6,23 +6,7 @@ import PushWorker
 
 /// Issue 4: claims take due work round-robin across apps (priority orders work within an app), and
 /// a job that keeps failing is set aside after its attempts, listable and put back by an operator.
-final class QueueFairnessTests: XCTestCase {
-    private var database: PGTestDatabase!
-    private var conn: PGConnection!
-
-    override func setUpWithError() throws {
-        database = try PGTestDatabase.create()
-        conn = try database.connect()
-        let sql = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("sql").path
-        _ = try Migrator(connection: conn, migrations: try Migrator.loadMigrations(directory: sql)).migrate()
-    }
-
-    override func tearDownWithError() throws {
-        conn = nil
-        try database?.drop()
-    }
-
+final class QueueFairnessTests: WorkerTestCase {
     /// `count` available batch jobs of a fresh app, run_at spread in the past (oldest first).
     private func jobs(app name: String, count: Int, priority: Int = 0, ageSeconds: Int) throws -> UUID {
         let app = try AppStore(connection: conn).appCreate(name: name)

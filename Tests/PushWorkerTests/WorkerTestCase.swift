@@ -5,6 +5,7 @@ import PushProviders
 import PushStore
 @testable import PushWorker
 import XCTest
+import PushTestSupport
 
 /// Answers like the built-in simulator (R-MODE-2) and records every push it was handed, so tests
 /// can look at apns-ids, envelope kids and attempt numbers. `onSend` runs once per `send` call,
@@ -82,11 +83,9 @@ class WorkerTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        database = try PGTestDatabase.create()
-        conn = try database.connect()
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        _ = try Migrator(connection: conn, directory: repo.appendingPathComponent("sql").path).migrate()
+        let fresh = try MigratedTestDatabase.create()
+        database = fresh.database
+        conn = fresh.connection
         workerConn = try database.connect()
     }
 
