@@ -111,6 +111,7 @@ public final class Worker: @unchecked Sendable {
     /// Processes one claimed job; never throws: a failure is recorded on the job (retry / discard).
     func process(_ job: ClaimedJob, store: QueueStore) {
         let started = Date()
+        let statementsBefore = store.connection.statementCount
         do {
             var encrypted = job.notification.encrypted ?? job.app.requireEncryption
             var deviceIDs = job.deviceIDs ?? []
@@ -135,6 +136,7 @@ public final class Worker: @unchecked Sendable {
             count(records, credentials: credentials)
             log.info("batch.record", ["job_id": job.id, "notification_id": job.notification.id, "devices": records.count,
                                       "remaining_batches": result.remainingBatches, "deactivated": result.deactivated,
+                                      "round_trips": store.connection.statementCount - statementsBefore,
                                       "ms": Int(Date().timeIntervalSince(started) * 1000)])
         } catch let e as PGError where e.message.hasPrefix("LEASE_LOST") || e.message.contains("LEASE_LOST") {
             log.warn("batch.lease_lost", ["job_id": job.id])
