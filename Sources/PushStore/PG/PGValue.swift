@@ -112,19 +112,24 @@ public enum PGValue: Sendable, Equatable {
     /// A one-dimensional array literal: every element double-quoted with `"` and `\` escaped by a
     /// backslash, so empty strings, `NULL` as text, commas, braces and spaces survive; nil is the
     /// bare `NULL`.
+    /// Built over UTF-8 bytes (escaping is ASCII-only, so multi-byte sequences pass through
+    /// unchanged): the batch record sends one such literal per column with one element per device.
     static func arrayLiteral(_ elements: [String?]) -> String {
-        var out = "{"
+        var out = [UInt8]()
+        out.reserveCapacity(elements.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        out.append(UInt8(ascii: "{"))
         for (i, element) in elements.enumerated() {
-            if i > 0 { out += "," }
-            guard let element else { out += "NULL"; continue }
-            out += "\""
-            for ch in element.unicodeScalars {
-                if ch == "\"" || ch == "\\" { out += "\\" }
-                out.unicodeScalars.append(ch)
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            guard let element else { out.append(contentsOf: "NULL".utf8); continue }
+            out.append(UInt8(ascii: "\""))
+            for b in element.utf8 {
+                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(b)
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }
 
