@@ -68,11 +68,11 @@ public enum PGValue: Sendable, Equatable {
         case .bool(let b): return b ? "t" : "f"
         case .double(let d): return Self.doubleText(d)
         case .date(let d): return PGTimestamp.format(d)
-        case .uuid(let u): return u.uuidString.lowercased()
+        case .uuid(let u): return PGUUIDText.format(u)
         case .bytea(let b): return Self.hex(b)
         case .textArray(let a): return try Self.arrayLiteral(a.map { try $0.map(Self.checked) })
         case .int64Array(let a): return Self.arrayLiteral(a.map { $0.map { String($0) } })
-        case .uuidArray(let a): return Self.arrayLiteral(a.map { $0.map { $0.uuidString.lowercased() } })
+        case .uuidArray(let a): return Self.arrayLiteral(a.map { $0.map(PGUUIDText.format) })
         case .boolArray(let a): return Self.arrayLiteral(a.map { $0.map { $0 ? "t" : "f" } })
         case .dateArray(let a): return Self.arrayLiteral(a.map { $0.map(PGTimestamp.format) })
         case .byteaArray(let a): return Self.arrayLiteral(a.map { $0.map(Self.hex) })
