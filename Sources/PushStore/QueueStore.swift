@@ -268,7 +268,7 @@ public final class QueueStore {
     /// Parses `{a,b,c}` of uuids.
     static func uuidArray(_ text: String) throws -> [UUID] {
         try textArray(text).map { s in
-            guard let u = UUID(uuidString: s) else {
+            guard let u = PGUUIDText.parse(s) else {
                 throw PGError(code: .decode, message: "not a uuid in array: \(s.prefix(40))")
             }
             return u

@@ -20,6 +20,9 @@ public final class Worker: @unchecked Sendable {
     private var lastRescue = Date.distantPast
     private var lastStats = Date.distantPast
     private var lastMaintenance = Date.distantPast
+    /// The connection's statement count before the current claim: logs report the database round
+    /// trips of a whole claim cycle (claim, start, load, record), constant whatever its size.
+    private var claimStatements = 0
     /// Retention and cleanup, run by one worker of the fleet at a time; nil disables it.
     public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
     private let readiness: ReadinessGate
@@ -106,6 +109,7 @@ public final class Worker: @unchecked Sendable {
                                              "devices": r.devices, "erased": r.erased])
             }
         }
+        claimStatements = store.connection.statementCount
         let jobs = try store.jobClaimBatch(owner: config.owner, limit: config.claimLimit, leaseSeconds: config.leaseSeconds)
         metrics.jobsClaimed.increment(by: Double(jobs.count))
         if !jobs.isEmpty { log.debug("queue.claim", ["jobs": jobs.count]) }
@@ -186,6 +190,7 @@ public final class Worker: @unchecked Sendable {
                 log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
                                           "devices": o.records.count, "remaining_batches": r?.remainingBatches ?? -1,
                                           "deactivated": r?.deactivated ?? 0, "grouped": outcomes.count,
+                                          "round_trips": store.connection.statementCount - claimStatements,
                                           "ms": Int(Date().timeIntervalSince(started) * 1000)])
             }
         } catch {
@@ -231,6 +236,7 @@ public final class Worker: @unchecked Sendable {
             log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
                                       "devices": o.records.count, "remaining_batches": result.remainingBatches,
                                       "deactivated": result.deactivated,
+                                      "round_trips": store.connection.statementCount - claimStatements,
                                       "ms": Int(Date().timeIntervalSince(started) * 1000)])
         } catch {
             handleFailure(o.job, error, store: store)

@@ -70,6 +70,9 @@ do {
     case "jobs":
         if args.flag("help") || sub == nil { print(Help.jobs); break }
         try Commands.jobs(sub!, args, out)
+    case "bench":
+        if args.flag("help") || sub == nil { print(BenchCommands.usage); break }
+        try BenchCommands.run(sub!, args, out)
     case "keys", "envelope":
         if args.flag("help") || sub == nil { print(Help.keys); break }
         try Commands.tooling(command, sub!, args, out)

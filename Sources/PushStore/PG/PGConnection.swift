@@ -25,6 +25,10 @@ public final class PGConnection {
     var listenedChannels: Set<String> = []
     /// Depth of nested `transaction` calls (savepoints).
     var savepointDepth = 0
+    /// Server round trips made on this session so far: one per `exec`, `execPrepared`,
+    /// `execScript` and first-use `PQprepare` (session setup included). `scripts/bench` reads the
+    /// per-batch difference from the worker's `batch.record` log line.
+    public private(set) var statementCount = 0
 
     private init(handle: OpaquePointer) { self.handle = handle }
 
@@ -70,6 +74,7 @@ public final class PGConnection {
         try Self.rejectNUL(sql, what: "SQL text")
         let texts = try params.map { try $0?.encoded() }
         let types: [UInt32] = params.map { $0?.typeOID ?? 0 }
+        statementCount += 1
         let result = Self.withCStrings(texts) { values in
             PQexecParams(handle, sql, Int32(params.count), types, values, nil, nil, 0)
         }
@@ -94,9 +99,11 @@ public final class PGConnection {
             }
         } else {
             let types: [UInt32] = params.map { $0?.typeOID ?? 0 }
+            statementCount += 1
             _ = try check(PQprepare(handle, name, sql, Int32(params.count), types))
             preparedSQL[name] = sql
         }
+        statementCount += 1
         let result = Self.withCStrings(texts) { values in
             PQexecPrepared(handle, name, Int32(params.count), values, nil, nil, 0)
         }
@@ -109,6 +116,7 @@ public final class PGConnection {
     @discardableResult
     public func execScript(_ sql: String) throws -> PGResult {
         try Self.rejectNUL(sql, what: "SQL text")
+        statementCount += 1
         return try check(PQexec(handle, sql))
     }
 

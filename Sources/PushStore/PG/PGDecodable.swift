@@ -83,7 +83,10 @@ extension Date: PGDecodable {
 
 extension UUID: PGDecodable {
     /// The canonical 36-character form, any case.
-    public init?(pgText: String) { self.init(uuidString: pgText) }
+    public init?(pgText: String) {
+        guard let u = PGUUIDText.parse(pgText) else { return nil }
+        self = u
+    }
 }
 
 extension Array: PGDecodable where Element == UInt8 {

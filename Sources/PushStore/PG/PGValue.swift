@@ -68,11 +68,11 @@ public enum PGValue: Sendable, Equatable {
         case .bool(let b): return b ? "t" : "f"
         case .double(let d): return Self.doubleText(d)
         case .date(let d): return PGTimestamp.format(d)
-        case .uuid(let u): return u.uuidString.lowercased()
+        case .uuid(let u): return PGUUIDText.format(u)
         case .bytea(let b): return Self.hex(b)
         case .textArray(let a): return try Self.arrayLiteral(a.map { try $0.map(Self.checked) })
         case .int64Array(let a): return Self.arrayLiteral(a.map { $0.map { String($0) } })
-        case .uuidArray(let a): return Self.arrayLiteral(a.map { $0.map { $0.uuidString.lowercased() } })
+        case .uuidArray(let a): return Self.arrayLiteral(a.map { $0.map(PGUUIDText.format) })
         case .boolArray(let a): return Self.arrayLiteral(a.map { $0.map { $0 ? "t" : "f" } })
         case .dateArray(let a): return Self.arrayLiteral(a.map { $0.map(PGTimestamp.format) })
         case .byteaArray(let a): return Self.arrayLiteral(a.map { $0.map(Self.hex) })
@@ -112,19 +112,24 @@ public enum PGValue: Sendable, Equatable {
     /// A one-dimensional array literal: every element double-quoted with `"` and `\` escaped by a
     /// backslash, so empty strings, `NULL` as text, commas, braces and spaces survive; nil is the
     /// bare `NULL`.
+    /// Built over UTF-8 bytes (escaping is ASCII-only, so multi-byte sequences pass through
+    /// unchanged): the batch record sends one such literal per column with one element per device.
     static func arrayLiteral(_ elements: [String?]) -> String {
-        var out = "{"
+        var out = [UInt8]()
+        out.reserveCapacity(elements.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        out.append(UInt8(ascii: "{"))
         for (i, element) in elements.enumerated() {
-            if i > 0 { out += "," }
-            guard let element else { out += "NULL"; continue }
-            out += "\""
-            for ch in element.unicodeScalars {
-                if ch == "\"" || ch == "\\" { out += "\\" }
-                out.unicodeScalars.append(ch)
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            guard let element else { out.append(contentsOf: "NULL".utf8); continue }
+            out.append(UInt8(ascii: "\""))
+            for b in element.utf8 {
+                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(b)
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

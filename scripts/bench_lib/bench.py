@@ -1,0 +1,345 @@
+"""scripts/bench driver: workloads against real `pushfleet worker` processes on a throwaway
+PostgreSQL, in-process micro-benchmarks (`pushfleet bench ...`), the pyhpke peer, and one table.
+
+Called by scripts/bench (which builds, starts PostgreSQL and exports DATABASE_URL). Usage:
+  python3 bench.py --binary PATH --scale S --out docs/bench-results.md --cmdline "..."
+Every figure and how it is measured is described in docs/bench.md.
+"""
+import argparse
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+
+from table import write_table
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+URL = os.environ["DATABASE_URL"]
+VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
+TMP = tempfile.mkdtemp(prefix="pushfleet-bench-")
+COMMIT_EVERY = 1000
+APP_LIMIT = 10_000_000  # test mode's 1,000-device app limit (R-DEV-6) is lifted for the bench apps
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def psql(sql, timeout=1800):
+    r = subprocess.run(["psql", URL, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                       capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise SystemExit(f"psql failed: {r.stderr.strip()[:800]}\nSQL: {sql[:300]}")
+    return r.stdout.strip()
+
+
+def psql_parallel(sqls, timeout=1800):
+    procs = [subprocess.Popen(["psql", URL, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", s],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for s in sqls]
+    outs = []
+    for p, s in zip(procs, sqls):
+        out, err = p.communicate(timeout=timeout)
+        if p.returncode != 0:
+            raise SystemExit(f"psql failed: {err.strip()[:800]}\nSQL: {s[:300]}")
+        outs.append(out.strip())
+    return outs
+
+
+# ---------------------------------------------------------------- setup
+
+def make_keys(n=256):
+    """P-256 public keys (65-byte uncompressed) and their kids (R-DEV-3), via `cryptography`."""
+    code = (
+        "import base64,hashlib,sys\n"
+        "from cryptography.hazmat.primitives.asymmetric import ec\n"
+        "from cryptography.hazmat.primitives import serialization as s\n"
+        f"for i in range({n}):\n"
+        "  raw=ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(s.Encoding.X962,s.PublicFormat.UncompressedPoint)\n"
+        "  kid=base64.urlsafe_b64encode(hashlib.sha256(raw).digest()).decode().rstrip('=')[:16]\n"
+        "  print(i, raw.hex(), kid)\n")
+    out = subprocess.run([VENV_PY, "-c", code], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in out.splitlines()]
+    values = ",".join(f"({i},'\\x{h}'::bytea,'{k}')" for i, h, k in rows)
+    psql("DROP TABLE IF EXISTS bench_keys")
+    psql("CREATE TABLE bench_keys (i int PRIMARY KEY, pub bytea NOT NULL, kid text NOT NULL)")
+    psql(f"INSERT INTO bench_keys VALUES {values}")
+
+
+def create_app(name, require_encryption):
+    return psql(f"INSERT INTO push_apps (name, require_encryption) VALUES ('{name}', {str(require_encryption).lower()}) "
+                "RETURNING id")
+
+
+def register_sql(app, prefix, users, key_share):
+    """One DO block registering `users` users with an iOS and an Android device each through
+    push_register_device; each device has a key with probability `key_share`."""
+    return f"""
+DO $$
+DECLARE u int; k int; act text; pub bytea; kid text;
+BEGIN
+  FOR u IN 0..{users - 1} LOOP
+    FOREACH act IN ARRAY ARRAY['ios','android'] LOOP
+      k := floor(random() * 256)::int;
+      SELECT b.pub, b.kid INTO pub, kid FROM bench_keys b WHERE b.i = k;
+      PERFORM push_register_device('{app}', 'test', act,
+          CASE WHEN act = 'ios' THEN md5('{prefix}i' || u) || md5('{prefix}j' || u) ELSE '{prefix}a' || u END,
+          NULL, NULL, NULL, '{prefix}' || u, CASE WHEN act = 'ios' THEN 'production' END,
+          CASE WHEN random() < {key_share} THEN 'set' ELSE 'keep' END, pub, kid, {APP_LIMIT}, 20);
+    END LOOP;
+    IF u % {COMMIT_EVERY} = {COMMIT_EVERY - 1} THEN COMMIT; END IF;
+  END LOOP;
+END $$"""
+
+
+def enqueue_single_sql(app, prefix, users, scheduled_share):
+    """One DO block: one notification per user (push_enqueue), a share scheduled 2-5 s ahead."""
+    return f"""
+DO $$
+DECLARE u int;
+BEGIN
+  FOR u IN 0..{users - 1} LOOP
+    PERFORM push_enqueue('{app}', 'test', ARRAY['{prefix}' || u], NULL, 'Your order shipped',
+        'Order ' || u || ' is on its way', '{{"order":"' || u || '"}}', 1, NULL, NULL, NULL, NULL,
+        CASE WHEN random() < {scheduled_share} THEN clock_timestamp() + (2 + 3 * random()) * interval '1 second' END,
+        NULL, NULL, NULL, NULL);
+    IF u % {COMMIT_EVERY} = {COMMIT_EVERY - 1} THEN COMMIT; END IF;
+  END LOOP;
+END $$"""
+
+
+def enqueue_broadcast_sql(app, prefix, users):
+    return (f"SELECT notification_id FROM push_enqueue('{app}', 'test', "
+            f"(SELECT array_agg('{prefix}' || u) FROM generate_series(0, {users - 1}) u), NULL, 'Flash sale', "
+            "'Everything 20% off today', '{\"campaign\":\"spring\"}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+            "NULL, NULL, NULL)")
+
+
+def reset_queue():
+    psql("TRUNCATE push_notifications, push_jobs, push_deliveries, push_ledger, push_events, push_sms_outbox")
+
+
+# ---------------------------------------------------------------- workers
+
+def run_workers(binary, count, label, extra=(), level="info", timeout=1800):
+    """Starts `count` workers with --until-drained under /usr/bin/time; returns CPU, RSS, wall, logs."""
+    env = dict(os.environ, PUSHFLEET_LOG_LEVEL=level)
+    procs, files = [], []
+    start = time.time()
+    for i in range(count):
+        tf, lf = f"{TMP}/{label}-{i}.time", f"{TMP}/{label}-{i}.log"
+        err = open(lf, "w")
+        procs.append(subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", tf, binary, "worker", "--until-drained",
+                                       "--poll-interval", "0.2", *extra], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=err))
+        files.append((tf, lf, err))
+    for p in procs:
+        p.wait(timeout=timeout)
+    cpu, rss, logs = 0.0, 0, []
+    for tf, lf, err in files:
+        err.close()
+        u, s, m = open(tf).read().split()[-3:]
+        cpu += float(u) + float(s)
+        rss = max(rss, int(m))
+        logs.append(lf)
+    return {"cpu_s": cpu, "rss_kb": rss, "start": start, "logs": logs}
+
+
+BASELINE = {"cpu_s": 0.0}
+
+
+def measure_baseline(binary):
+    """CPU of a worker that starts, finds the queue empty and exits (--until-drained): process start,
+    connections, migrations check and the idle tail; subtracted once per worker from each run."""
+    reset_queue()
+    values = [run_workers(binary, 1, f"baseline-{i}")["cpu_s"] for i in range(3)]
+    BASELINE["cpu_s"] = min(values)
+    log(f"baseline worker CPU (start, empty queue, exit): {BASELINE['cpu_s'] * 1000:.0f} ms")
+
+
+def delivery_stats(start):
+    row = psql("SELECT count(*), count(*) FILTER (WHERE encrypted), count(*) FILTER (WHERE status = 'sent'), "
+               "count(*) FILTER (WHERE status = 'sent' AND NOT encrypted), "
+               "coalesce(extract(epoch FROM max(updated_at)), 0) FROM push_deliveries")
+    total, enc, sent, plain_sent, last = row.split("|")
+    pending = int(psql("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL"))
+    wall = max(float(last) - start, 1e-3)
+    return {"recorded": int(total), "encrypted": int(enc), "sent": int(sent), "plain_sent": int(plain_sent),
+            "wall": wall, "unfinished": pending}
+
+
+def workload(binary, label, workers, enqueue_sqls, extra=(), level="info"):
+    reset_queue()
+    t = time.time()
+    psql_parallel(enqueue_sqls)
+    enq = time.time() - t
+    psql("VACUUM ANALYZE push_notifications, push_jobs, push_ledger")
+    # A pure drain: every scheduled notification is due before the workers start.
+    wait = float(psql("SELECT coalesce(extract(epoch FROM max(send_at) - clock_timestamp()), 0) FROM push_notifications"))
+    if wait > 0:
+        time.sleep(wait + 0.1)
+    log(f"{label}: enqueued in {enq:.1f}s; {workers} worker(s)")
+    w = run_workers(binary, workers, label, extra, level)
+    d = delivery_stats(w["start"])
+    d.update(w)
+    d["enqueue_s"] = enq
+    d["cpu_us_per_delivery"] = max(w["cpu_s"] - BASELINE["cpu_s"] * workers, 0) * 1e6 / max(d["recorded"], 1)
+    d["deliveries_per_s"] = d["sent"] / d["wall"]
+    d["seals_per_s"] = d["encrypted"] / d["wall"]
+    log(f"{label}: {d['recorded']} recorded ({d['encrypted']} encrypted, {d['sent']} sent) in {d['wall']:.1f}s, "
+        f"{d['cpu_us_per_delivery']:.1f} us CPU/delivery, RSS {d['rss_kb'] // 1024} MB, unfinished {d['unfinished']}")
+    return d
+
+
+def round_trips(logs):
+    values = []
+    for lf in logs:
+        for line in open(lf):
+            if '"batch.record"' in line:
+                o = json.loads(line)
+                if "round_trips" in o:
+                    values.append(o["round_trips"])
+    return values
+
+
+def latency_run(binary, app, prefix, users, count, rate, scheduled_share):
+    """Two idle workers; `count` single-user notifications enqueued one by one at `rate`/s."""
+    reset_queue()
+    env = dict(os.environ, PUSHFLEET_LOG_LEVEL="warn")
+    workers = [subprocess.Popen([binary, "worker"], env=env, stdout=subprocess.DEVNULL,
+                                stderr=open(f"{TMP}/latency-{i}.log", "w")) for i in range(2)]
+    time.sleep(2)
+    feed = subprocess.Popen(["psql", URL, "-X", "-q", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rng = secrets.SystemRandom()
+    for i in range(count):
+        u = rng.randrange(users)
+        send_at = "clock_timestamp() + interval '3 seconds'" if rng.random() < scheduled_share else "NULL"
+        feed.stdin.write(f"SELECT push_enqueue('{app}', 'test', ARRAY['{prefix}{u}'], NULL, 'Ping', 'Latency probe {i}', "
+                         f"NULL, NULL, NULL, NULL, NULL, NULL, {send_at}, NULL, NULL, NULL, NULL);\n")
+        feed.stdin.flush()
+        time.sleep(1.0 / rate)
+    feed.stdin.close()
+    feed.wait(timeout=60)
+    deadline = time.time() + 60
+    while time.time() < deadline and int(psql("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL")):
+        time.sleep(0.5)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.wait(timeout=60)
+    lat = [float(x) for x in psql(
+        "SELECT extract(epoch FROM d.updated_at - n.accepted_at) FROM push_deliveries d "
+        "JOIN push_notifications n ON n.id = d.notification_id WHERE n.send_at IS NULL AND d.status = 'sent'").split()]
+    late = [float(x) for x in psql(
+        "SELECT extract(epoch FROM started_at - send_at) FROM push_notifications WHERE send_at IS NOT NULL "
+        "AND started_at IS NOT NULL").split()]
+    return {"latency": lat, "lateness": late}
+
+
+# ---------------------------------------------------------------- in-process benchmarks
+
+def bench_cmd(binary, *args):
+    r = subprocess.run([binary, "bench", *args, "--json"], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"pushfleet bench {args[0]} failed: {r.stderr.strip()[:500]}")
+    return {k: float(v) for k, v in json.loads(r.stdout).items()}
+
+
+def apns_bench(binary, count):
+    d = f"{TMP}/fakes"
+    subprocess.run([VENV_PY, f"{REPO}/scripts/fakes/mkcerts.py", d], check=True, capture_output=True)
+    port_file = f"{d}/apns.port"
+    fake = subprocess.Popen([VENV_PY, f"{REPO}/scripts/fakes/fake_apns.py", "--cert", f"{d}/server.pem",
+                             "--key", f"{d}/server.key", "--public-key", f"{d}/apns_pub.pem", "--team-id", "TEAM123456",
+                             "--key-id", "KEY1234567", "--topic", "com.example.bench", "--max-streams", "1000",
+                             "--port-file", port_file], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 15
+        while time.time() < deadline and not (os.path.exists(port_file) and open(port_file).read().strip()):
+            time.sleep(0.1)
+        port = open(port_file).read().strip()
+        return bench_cmd(binary, "apns", "--url", f"https://127.0.0.1:{port}", "--ca-file", f"{d}/ca.pem",
+                         "--key-file", f"{d}/apns_key.p8", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+                         "--topic", "com.example.bench", "--count", str(count))
+    finally:
+        fake.terminate()
+        fake.wait(timeout=30)
+
+
+def pyhpke(seconds, threads):
+    r = subprocess.run([VENV_PY, f"{HERE}/pyhpke_seal.py", str(seconds), threads], capture_output=True, text=True,
+                       timeout=600, check=True)
+    return json.loads(r.stdout)
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cmdline", default="scripts/bench")
+    ap.add_argument("--seal-seconds", type=float, default=3.0)
+    ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
+    a = ap.parse_args()
+    P, s = a.binary, a.scale
+    n_single = max(100, int(100_000 * s))          # workload (a): notifications (one user each, 2 devices)
+    n_bcast = max(100, int(50_000 * s))            # workload (b): users of the broadcast
+    n_split = max(100, int(20_000 * s))            # all-encrypted and all-plaintext variants of (a)
+    half = n_single // 2
+    res = {}
+
+    if not a.durable:
+        # Measure the workers, not this machine's disk (fdatasync about 2.4 ms here): commits return
+        # before their WAL flush; a crash could lose the last ~0.6 s of commits, never corrupt.
+        psql("ALTER SYSTEM SET synchronous_commit = off")
+        psql("SELECT pg_reload_conf()")
+    res["sync_commit"] = psql("SHOW synchronous_commit")
+    log(f"scale {s}: (a) {n_single} notifications, (b) {n_bcast} users, variants {n_split} notifications")
+    make_keys()
+    open_app, secure_app = create_app("bench open", False), create_app("bench secure", True)
+    enc_app, plain_app = create_app("bench all-encrypted", False), create_app("bench all-plaintext", False)
+    t = time.time()
+    psql_parallel([register_sql(open_app, "o", max(half, n_bcast), 0.7), register_sql(secure_app, "s", half, 0.7)])
+    psql_parallel([register_sql(enc_app, "e", n_split, 1.0), register_sql(plain_app, "p", n_split, 0.0)])
+    psql("VACUUM ANALYZE")
+    res["devices"] = int(psql("SELECT count(*) FROM push_devices"))
+    log(f"registered {res['devices']} devices in {time.time() - t:.1f}s")
+
+    measure_baseline(P)
+    a_sqls = [enqueue_single_sql(open_app, "o", half, 0.1), enqueue_single_sql(secure_app, "s", n_single - half, 0.1)]
+    res["a1"] = workload(P, "a-1w", 1, a_sqls)
+    res["a2"] = workload(P, "a-2w", 2, a_sqls)
+    res["enc"] = workload(P, "enc-1w", 1, [enqueue_single_sql(enc_app, "e", n_split, 0)])
+    res["plain"] = workload(P, "plain-1w", 1, [enqueue_single_sql(plain_app, "p", n_split, 0)])
+    res["plain_warn"] = workload(P, "plain-1w-warn", 1, [enqueue_single_sql(plain_app, "p", n_split, 0)], level="warn")
+    res["enc_b"] = workload(P, "enc-bcast-1w", 1, [enqueue_broadcast_sql(enc_app, "e", n_split)])
+    res["plain_b"] = workload(P, "plain-bcast-1w", 1, [enqueue_broadcast_sql(plain_app, "p", n_split)])
+    b_sql = [enqueue_broadcast_sql(open_app, "o", n_bcast)]
+    res["b1"] = workload(P, "b-1w", 1, b_sql)
+    res["b2"] = workload(P, "b-2w", 2, b_sql)
+    res["rt"] = {}
+    for size in (50, 500, 2000):
+        r = res["b1"] if size == 500 else workload(P, f"b-batch{size}", 1, b_sql, extra=("--batch-size", str(size)))
+        res["rt"][size] = round_trips(r["logs"])
+    log("latency run (idle fleet, one by one)")
+    res["lat"] = latency_run(P, open_app, "o", half, count=max(50, int(400 * min(1, s * 4))), rate=20,
+                             scheduled_share=0.1)
+    log("micro-benchmarks")
+    res["floor"] = bench_cmd(P, "floor")
+    res["plan"] = bench_cmd(P, "plan")
+    res["seal1"] = bench_cmd(P, "seal", "--seconds", str(a.seal_seconds), "--threads", "1")
+    res["sealN"] = bench_cmd(P, "seal", "--seconds", str(a.seal_seconds), "--threads", "all")
+    res["py1"] = pyhpke(a.seal_seconds, "1")
+    res["pyN"] = pyhpke(a.seal_seconds, "all")
+    res["apns"] = apns_bench(P, max(500, int(5000 * min(1, s * 2))))
+    write_table(res, a, n_single, n_bcast, n_split, BASELINE["cpu_s"])
+
+
+if __name__ == "__main__":
+    main()
