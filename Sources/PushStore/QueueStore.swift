@@ -204,19 +204,20 @@ public final class QueueStore {
     public func batchRecordMany(_ outcomes: [BatchOutcome], now: Date? = nil,
                                 decideFinal: (_ endings: [String], _ hasSMS: Bool) -> NotificationFinal) throws -> [Int64: BatchRecordResult] {
         if outcomes.isEmpty { return [:] }
-        var jobIndex: [Int64] = []
+        var jobCounts: [Int64] = []
         var records: [DeliveryRecord] = []
         var invalidIndex: [Int64] = [], invalidKinds: [String?] = [], invalidReasons: [String?] = []
         var acceptedIndex: [Int64] = [], acceptedKinds: [String?] = []
         for (i, o) in outcomes.enumerated() {
-            for r in o.records { jobIndex.append(Int64(i + 1)); records.append(r) }
+            jobCounts.append(Int64(o.records.count))
+            records.append(contentsOf: o.records)
             for c in o.credentials.invalid { invalidIndex.append(Int64(i + 1)); invalidKinds.append(c.kind); invalidReasons.append(c.reason) }
             for k in o.credentials.accepted { acceptedIndex.append(Int64(i + 1)); acceptedKinds.append(k) }
         }
         return try connection.transaction { conn in
             let r = try conn.execPrepared(name: "batch_record_many", sql: JobQueries.recordBatches, params: [
                 .int64Array(outcomes.map { $0.job.id }), .uuidArray(outcomes.map { $0.job.leaseToken }),
-                .int64Array(jobIndex),
+                .int64Array(jobCounts),
                 .uuidArray(records.map { $0.deviceID }),
                 .textArray(records.map { $0.status }),
                 .textArray(records.map { $0.errorCode }),

@@ -151,7 +151,7 @@ public final class Worker: @unchecked Sendable {
             var encrypted = job.notification.encrypted ?? job.app.requireEncryption
             var deviceIDs = job.deviceIDs ?? []
             if job.kind == "notification", let start = starts[job.id] {
-                log.info("notification.start", ["notification_id": job.notification.id, "batches": start.batchJobs,
+                log.debug("notification.start", ["notification_id": job.notification.id, "batches": start.batchJobs,
                                                 "gone": start.gone, "encrypted": start.encrypted])
                 guard let inline = start.inlineDeviceIDs else { continue }  // split into batch jobs
                 // The job is now the notification's single batch (push_start_notification turned it).
@@ -163,12 +163,37 @@ public final class Worker: @unchecked Sendable {
             }
             inputs.append((job, encrypted, deviceIDs))
         }
-        if inputs.isEmpty { return }
+        // Load, seal, send and record in chunks of at most `groupDeviceLimit` devices (a claim of
+        // large batches must not become one huge transaction; a chunk's cost stays bounded).
+        var chunk: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
+        var devicesInChunk = 0
+        for input in inputs {
+            if !chunk.isEmpty && devicesInChunk + input.deviceIDs.count > config.groupDeviceLimit {
+                processChunk(chunk, store: store, started: started)
+                chunk = []
+                devicesInChunk = 0
+            }
+            chunk.append(input)
+            devicesInChunk += input.deviceIDs.count
+        }
+        if !chunk.isEmpty { processChunk(chunk, store: store, started: started) }
+    }
+
+    /// Load, process and record one chunk of a claim (see `processGroup`).
+    private func processChunk(_ inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])], store: QueueStore,
+                              started: Date) {
+        if inputs.count == 1 {
+            processStarted(inputs[0].job, encrypted: inputs[0].encrypted, deviceIDs: inputs[0].deviceIDs,
+                           store: store, started: started)
+            return
+        }
         let loaded: [[BatchDeviceRow]]
         do {
             loaded = try store.batchLoadDevicesMany(inputs.map { ($0.job.notification.id, $0.deviceIDs) })
         } catch {
-            for input in inputs { process(input.job, store: store) }
+            for input in inputs {
+                processStarted(input.job, encrypted: input.encrypted, deviceIDs: input.deviceIDs, store: store, started: started)
+            }
             return
         }
         let outputs = processor.processMany(
@@ -184,15 +209,22 @@ public final class Worker: @unchecked Sendable {
         }
         do {
             let results = try store.batchRecordMany(outcomes, decideFinal: Self.decideFinal)
+            var devices = 0, finished = 0
             for o in outcomes {
                 count(o.records, credentials: o.credentials)
                 let r = results[o.job.id]
-                log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
+                devices += o.records.count
+                if r?.remainingBatches == 0 { finished += 1 }
+                log.debug("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
                                           "devices": o.records.count, "remaining_batches": r?.remainingBatches ?? -1,
                                           "deactivated": r?.deactivated ?? 0, "grouped": outcomes.count,
                                           "round_trips": store.connection.statementCount - claimStatements,
                                           "ms": Int(Date().timeIntervalSince(started) * 1000)])
             }
+            // One line per claim cycle at info; the per-job lines above are debug.
+            log.info("claim.record", ["jobs": outcomes.count, "devices": devices, "notifications_finished": finished,
+                                      "round_trips": store.connection.statementCount - claimStatements,
+                                      "ms": Int(Date().timeIntervalSince(started) * 1000)])
         } catch {
             // Nothing of the grouped record was written (one lost lease fails it all): record each
             // job's computed outcome on its own, without sending anything again.
@@ -215,6 +247,15 @@ public final class Worker: @unchecked Sendable {
                 guard let inline = start.inlineDeviceIDs else { return }  // split into batch jobs
                 deviceIDs = inline
             }
+            processStarted(job, encrypted: encrypted, deviceIDs: deviceIDs, store: store, started: started)
+        } catch {
+            handleFailure(job, error, store: store)
+        }
+    }
+
+    /// Processes one batch whose send-time step is done: load, plan, seal, send, record; never throws.
+    private func processStarted(_ job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID], store: QueueStore, started: Date) {
+        do {
             let devices = try store.batchLoadDevices(notificationID: job.notification.id, deviceIDs: deviceIDs)
             let (records, credentials) = processor.process(job: job, encrypted: encrypted, devices: devices, now: Date())
             if keeper.isLost(job.id) {

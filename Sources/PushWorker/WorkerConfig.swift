@@ -9,6 +9,9 @@ public struct WorkerConfig: Sendable {
     public var claimLimit: Int
     /// Devices per batch job (default 500): audiences larger than this are split (fan-out).
     public var batchSize: Int
+    /// Most devices loaded, sealed, sent and recorded together from one claim (default 2,000): a
+    /// claim's batches are processed in chunks of this size, one transaction each.
+    public var groupDeviceLimit: Int = 2_000
     /// Lease length, seconds (default 30); heartbeats every third of it.
     public var leaseSeconds: Double
     /// Longest idle sleep between claims, seconds (default 1): NOTIFY wakes the worker sooner;

@@ -82,4 +82,26 @@ final class GroupedProcessingTests: WorkerTestCase {
         try assertLedgerInvariants(broadcast)
         try assertLedgerInvariants(small)
     }
+
+    func testAClaimLargerThanTheGroupDeviceLimitIsProcessedInChunksEachDeviceOnce() throws {
+        let app = try createApp()
+        var notifications: [UUID] = []
+        for u in 0..<5 {
+            for _ in 0..<3 { _ = try register(app, user: "c\(u)") }
+            notifications.append(try enqueue(app, users: ["c\(u)"]))
+        }
+        var config = WorkerConfig(owner: "chunks", claimLimit: 16, batchSize: 500, leaseSeconds: 30, pollInterval: 0.05,
+                                  rescueInterval: 0.1, statsInterval: 3600, retryPolicy: Self.fastRetry)
+        config.groupDeviceLimit = 4   // 5 notifications of 3 devices: five chunks of one job
+        let router = RecordingRouter()
+        let worker = try Worker(config: config, databaseURL: database.conninfo, router: router, log: Self.quietLog)
+        XCTAssertEqual(try worker.runOnce(connection: workerConn), 5)
+        XCTAssertEqual(router.pushes.count, 15)
+        XCTAssertEqual(Set(router.pushes.map(\.deviceID)).count, 15, "each device sent to once")
+        for n in notifications {
+            XCTAssertEqual(try notification(n).status, "sent")
+            XCTAssertEqual(try deliveries(n).count, 3)
+            try assertLedgerInvariants(n)
+        }
+    }
 }

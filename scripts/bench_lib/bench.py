@@ -198,7 +198,7 @@ def round_trips(logs):
     values = []
     for lf in logs:
         for line in open(lf):
-            if '"batch.record"' in line:
+            if '"batch.record"' in line or '"claim.record"' in line:
                 o = json.loads(line)
                 if "round_trips" in o:
                     values.append(o["round_trips"])

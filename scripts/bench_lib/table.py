@@ -62,7 +62,7 @@ def write_table(r, a, n_single, n_bcast, n_split, baseline_cpu_s):
     ]
     for size in (50, 500, 2000):
         m, lo, hi, n = rt[size]
-        rows.append((f"DB round trips per batch, batch size {size} (median, min-max, batches)",
+        rows.append((f"DB round trips per claim cycle (all its batches), batch size {size} (median, min-max, cycles)",
                      f"{m:g} ({lo}-{hi}, {n})", "constant", verdict(rt_const) if size == 2000 else ""))
     rows += [
         ("Enqueue-to-provider latency p50 / p99, idle fleet (ms)",

@@ -83,7 +83,7 @@ enum JobQueries {
     """
 
     /// Several batches recorded in one round trip (see `push_record_batches` in sql/0004): the
-    /// per-record arrays are flattened, `$3` gives each record's job (1-based into `$1`).
+    /// per-record arrays are flattened job after job, `$3` gives each job's number of records.
     static let recordBatches = """
     SELECT job_id, remaining_batches, deactivated, endings, has_sms
       FROM push_record_batches($1::bigint[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], $6::text[], $7::text[],
