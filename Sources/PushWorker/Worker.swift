@@ -20,9 +20,17 @@ public final class Worker: @unchecked Sendable {
     private var lastRescue = Date.distantPast
     private var lastStats = Date.distantPast
     private var lastMaintenance = Date.distantPast
-    /// The connection's statement count before the current claim: logs report the database round
-    /// trips of a whole claim cycle (claim, start, load, record), constant whatever its size.
+    /// The connection's statement count at the last logged record: each record line reports the
+    /// round trips since the previous one (the claim and start for the first chunk of a claim, then
+    /// load and record per chunk), constant whatever the chunk's size.
     private var claimStatements = 0
+
+    /// Round trips since the previous record line.
+    private func roundTrips(_ store: QueueStore) -> Int {
+        let n = store.connection.statementCount - claimStatements
+        claimStatements = store.connection.statementCount
+        return n
+    }
     /// Retention and cleanup, run by one worker of the fleet at a time; nil disables it.
     public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
     private let readiness: ReadinessGate
@@ -223,7 +231,7 @@ public final class Worker: @unchecked Sendable {
             }
             // One line per claim cycle at info; the per-job lines above are debug.
             log.info("claim.record", ["jobs": outcomes.count, "devices": devices, "notifications_finished": finished,
-                                      "round_trips": store.connection.statementCount - claimStatements,
+                                      "round_trips": roundTrips(store),
                                       "ms": Int(Date().timeIntervalSince(started) * 1000)])
         } catch {
             // Nothing of the grouped record was written (one lost lease fails it all): record each
@@ -277,7 +285,7 @@ public final class Worker: @unchecked Sendable {
             log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
                                       "devices": o.records.count, "remaining_batches": result.remainingBatches,
                                       "deactivated": result.deactivated,
-                                      "round_trips": store.connection.statementCount - claimStatements,
+                                      "round_trips": roundTrips(store),
                                       "ms": Int(Date().timeIntervalSince(started) * 1000)])
         } catch {
             handleFailure(o.job, error, store: store)
