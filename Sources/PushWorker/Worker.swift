@@ -118,7 +118,8 @@ public final class Worker: @unchecked Sendable {
             }
         }
         claimStatements = store.connection.statementCount
-        let jobs = try store.jobClaimBatch(owner: config.owner, limit: config.claimLimit, leaseSeconds: config.leaseSeconds)
+        let jobs = try store.jobClaimBatch(owner: config.owner, limit: config.claimLimit, leaseSeconds: config.leaseSeconds,
+                                           deviceBudget: config.groupDeviceLimit)
         metrics.jobsClaimed.increment(by: Double(jobs.count))
         if !jobs.isEmpty { log.debug("queue.claim", ["jobs": jobs.count]) }
         for job in jobs { keeper.hold(job.id, token: job.leaseToken) }
@@ -161,7 +162,10 @@ public final class Worker: @unchecked Sendable {
             if job.kind == "notification", let start = starts[job.id] {
                 log.debug("notification.start", ["notification_id": job.notification.id, "batches": start.batchJobs,
                                                 "gone": start.gone, "encrypted": start.encrypted])
-                guard let inline = start.inlineDeviceIDs else { continue }  // split into batch jobs
+                guard let inline = start.inlineDeviceIDs else {  // split into batch jobs, this job completed
+                    keeper.release(job.id)
+                    continue
+                }
                 // The job is now the notification's single batch (push_start_notification turned it).
                 job.kind = "batch"
                 job.deviceIDs = inline
@@ -219,6 +223,7 @@ public final class Worker: @unchecked Sendable {
             let results = try store.batchRecordMany(outcomes, decideFinal: Self.decideFinal)
             var devices = 0, finished = 0
             for o in outcomes {
+                keeper.release(o.job.id)
                 count(o.records, credentials: o.credentials)
                 let r = results[o.job.id]
                 devices += o.records.count
@@ -281,6 +286,7 @@ public final class Worker: @unchecked Sendable {
         do {
             let result = try store.batchRecord(job: o.job, records: o.records, credentials: o.credentials,
                                                decideFinal: Self.decideFinal)
+            keeper.release(o.job.id)
             count(o.records, credentials: o.credentials)
             log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
                                       "devices": o.records.count, "remaining_batches": result.remainingBatches,

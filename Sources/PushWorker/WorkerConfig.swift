@@ -9,8 +9,9 @@ public struct WorkerConfig: Sendable {
     public var claimLimit: Int
     /// Devices per batch job (default 500): audiences larger than this are split (fan-out).
     public var batchSize: Int
-    /// Most devices loaded, sealed, sent and recorded together from one claim (default 2,000): a
-    /// claim's batches are processed in chunks of this size, one transaction each.
+    /// Device budget of a claim and of one processing chunk (default 2,000): a claim takes jobs until
+    /// their devices reach it (at least one job), so a broadcast's claims stay short and other apps'
+    /// jobs get the next one; batches are loaded, sealed, sent and recorded in chunks of this size.
     public var groupDeviceLimit: Int = 2_000
     /// Lease length, seconds (default 30); heartbeats every third of it.
     public var leaseSeconds: Double

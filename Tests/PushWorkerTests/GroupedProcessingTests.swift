@@ -92,10 +92,12 @@ final class GroupedProcessingTests: WorkerTestCase {
         }
         var config = WorkerConfig(owner: "chunks", claimLimit: 16, batchSize: 500, leaseSeconds: 30, pollInterval: 0.05,
                                   rescueInterval: 0.1, statsInterval: 3600, retryPolicy: Self.fastRetry)
-        config.groupDeviceLimit = 4   // 5 notifications of 3 devices: five chunks of one job
+        config.groupDeviceLimit = 4   // 5 notifications of 3 devices: chunks of one job each
         let router = RecordingRouter()
         let worker = try Worker(config: config, databaseURL: database.conninfo, router: router, log: Self.quietLog)
-        XCTAssertEqual(try worker.runOnce(connection: workerConn), 5)
+        XCTAssertEqual(try worker.runOnce(connection: workerConn), 4,
+                       "the claim stops at its device budget (a notification job counts as one device)")
+        XCTAssertEqual(try worker.runOnce(connection: workerConn), 1)
         XCTAssertEqual(router.pushes.count, 15)
         XCTAssertEqual(Set(router.pushes.map(\.deviceID)).count, 15, "each device sent to once")
         for n in notifications {
@@ -103,5 +105,19 @@ final class GroupedProcessingTests: WorkerTestCase {
             XCTAssertEqual(try deliveries(n).count, 3)
             try assertLedgerInvariants(n)
         }
+    }
+
+    func testAClaimTakesBatchJobsOnlyUpToItsDeviceBudget() throws {
+        let app = try createApp()
+        for u in 0..<40 { _ = try register(app, user: "d\(u)") }
+        let n = try enqueue(app, users: (0..<40).map { "d\($0)" })
+        let store = QueueStore(connection: workerConn)
+        let start = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30).first)
+        _ = try store.notificationStart(job: start, batchSize: 10)   // 40 devices -> 4 batch jobs of 10
+        let claimed = try store.jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 25)
+        XCTAssertEqual(claimed.count, 3, "10 + 10 fit, the third starts below the budget, the fourth waits")
+        XCTAssertTrue(claimed.allSatisfy { $0.notification.id == n })
+        let rest = try store.jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 5)
+        XCTAssertEqual(rest.count, 1, "a job larger than the budget is still claimed alone")
     }
 }

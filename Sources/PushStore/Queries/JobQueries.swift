@@ -6,22 +6,31 @@ enum JobQueries {
     /// Claims up to `$2` due jobs for owner `$3` with a lease of `$4` seconds, round-robin across
     /// apps: among the oldest `$5` due jobs (a bounded window read from `push_jobs_due_idx`), each
     /// app's first job comes before any app's second, priority ordering work within an app.
-    /// Rows another worker holds are skipped (`FOR UPDATE SKIP LOCKED`); never more than `$2` rows.
+    /// Rows another worker holds are skipped (`FOR UPDATE SKIP LOCKED`); never more than `$2` rows,
+    /// and no more jobs than fit a budget of `$6` devices (a notification job counts as one).
     /// Returns each job with its notification's content and its app's send-time policy.
     static let claimBatch = """
     WITH window_jobs AS (
-        SELECT id, app_id, priority, run_at FROM push_jobs
+        SELECT id, app_id, priority, run_at, coalesce(cardinality(device_ids), 1) AS weight FROM push_jobs
          WHERE state = 'available' AND run_at <= coalesce($1::timestamptz, now())
          ORDER BY priority DESC, run_at, id
          LIMIT $5::int
     ), ranked AS (
-        SELECT id, priority, run_at,
+        SELECT id, priority, run_at, weight,
                row_number() OVER (PARTITION BY app_id ORDER BY priority DESC, run_at, id) AS turn
           FROM window_jobs
+    ), budgeted AS (
+        -- A soft device budget per claim ($6): jobs in turn order until it is reached (at least one),
+        -- so a claim of large batches stays short and other apps' jobs get the next claim.
+        SELECT id, priority, run_at, turn FROM (
+            SELECT id, priority, run_at, turn,
+                   sum(weight) OVER (ORDER BY turn, priority DESC, run_at, id) - weight AS devices_before
+              FROM ranked) b
+         WHERE devices_before < $6::int
     ), picked AS (
         -- LIMIT above the row locks: a row another claim holds is skipped without using up the limit.
         SELECT j.id FROM push_jobs j
-          JOIN ranked r ON r.id = j.id
+          JOIN budgeted r ON r.id = j.id
          WHERE j.state = 'available'
          ORDER BY r.turn, r.priority DESC, r.run_at, r.id
          LIMIT $2::int
