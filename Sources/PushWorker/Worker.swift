@@ -92,6 +92,18 @@ public final class Worker: @unchecked Sendable {
                 backoff = min(backoff * 2, 10)
             }
         }
+        // Graceful stop: whatever this worker still holds (a batch whose record or failure could not
+        // be written, e.g. across a database restart) goes back to the queue now rather than at its
+        // lease expiry. Guarded by each claim's lease token: a job that changed hands is untouched.
+        let leftover = keeper.heldJobs()
+        if !leftover.isEmpty, let conn = try? ensureConnection() {
+            let store = QueueStore(connection: conn)
+            for job in leftover {
+                try? store.jobRelease(id: job.id, leaseToken: job.leaseToken)
+                keeper.release(job.id)
+            }
+            log.warn("worker.released_on_stop", ["jobs": leftover.count])
+        }
         log.info("worker.stop", ["owner": config.owner, "processed_jobs": processedJobs])
     }
 
@@ -136,7 +148,15 @@ public final class Worker: @unchecked Sendable {
         } else if !jobs.isEmpty {
             processGroup(jobs, store: store)
         }
-        for job in jobs { keeper.release(job.id) }
+        // A job still held here was neither recorded nor failed (its writes could not reach the
+        // database, or a heartbeat saw it lost): give it back now, guarded by its lease token, rather
+        // than leave it running until its lease expires.
+        for job in jobs {
+            if keeper.heldJobs().contains(where: { $0.id == job.id }) {
+                try? store.jobRelease(id: job.id, leaseToken: job.leaseToken)
+            }
+            keeper.release(job.id)
+        }
         processedJobs += jobs.count
         return jobs.count
     }
@@ -302,6 +322,7 @@ public final class Worker: @unchecked Sendable {
     /// retried later with backoff, and set aside (discarded) once out of attempts.
     private func handleFailure(_ job: ClaimedJob, _ error: Error, store: QueueStore) {
         if let e = error as? PGError, e.message.contains("LEASE_LOST") {
+            keeper.release(job.id)
             log.warn("batch.lease_lost", ["job_id": job.id])
             return
         }
@@ -310,6 +331,7 @@ public final class Worker: @unchecked Sendable {
         let retryAt = Date().addingTimeInterval(min(300, pow(2, attempt)))
         let state = try? store.jobFail(id: job.id, leaseToken: job.leaseToken,
                                        error: String(describing: error), retryAt: retryAt)
+        if state != nil { keeper.release(job.id) }
         log.error("job.failed", ["job_id": job.id, "attempt": job.attempt, "state": state ?? "lease_lost",
                                  "error": String(describing: error).prefix(300)])
     }
