@@ -39,10 +39,8 @@ public final class LeaseKeeper: @unchecked Sendable {
     /// Removes a job once recorded, failed or released.
     public func release(_ id: Int64) { lock.withLock { held[id] = nil; lost.remove(id) } }
 
-    /// The jobs still held (claimed, not yet recorded, failed or released).
-    public func heldJobs() -> [(id: Int64, leaseToken: UUID)] {
-        lock.withLock { held.map { (id: $0.key, leaseToken: $0.value) } }
-    }
+    /// True while the job is held (claimed, not yet recorded, failed or released).
+    public func isHeld(_ id: Int64) -> Bool { lock.withLock { held[id] != nil } }
 
     /// True when a heartbeat found the job no longer held by this lease.
     public func isLost(_ id: Int64) -> Bool { lock.withLock { lost.contains(id) } }

@@ -92,18 +92,6 @@ public final class Worker: @unchecked Sendable {
                 backoff = min(backoff * 2, 10)
             }
         }
-        // Graceful stop: whatever this worker still holds (a batch whose record or failure could not
-        // be written, e.g. across a database restart) goes back to the queue now rather than at its
-        // lease expiry. Guarded by each claim's lease token: a job that changed hands is untouched.
-        let leftover = keeper.heldJobs()
-        if !leftover.isEmpty, let conn = try? ensureConnection() {
-            let store = QueueStore(connection: conn)
-            for job in leftover {
-                try? store.jobRelease(id: job.id, leaseToken: job.leaseToken)
-                keeper.release(job.id)
-            }
-            log.warn("worker.released_on_stop", ["jobs": leftover.count])
-        }
         log.info("worker.stop", ["owner": config.owner, "processed_jobs": processedJobs])
     }
 
@@ -152,7 +140,7 @@ public final class Worker: @unchecked Sendable {
         // database, or a heartbeat saw it lost): give it back now, guarded by its lease token, rather
         // than leave it running until its lease expires.
         for job in jobs {
-            if keeper.heldJobs().contains(where: { $0.id == job.id }) {
+            if keeper.isHeld(job.id) {
                 try? store.jobRelease(id: job.id, leaseToken: job.leaseToken)
             }
             keeper.release(job.id)
