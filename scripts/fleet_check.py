@@ -55,6 +55,18 @@ def main():
     check("SIGTERMed worker exited 0 (graceful drain)", a.sigterm_status == "0", f"exit {a.sigterm_status}")
     held = open(os.path.join(a.work, "sigterm_running")).read().strip()
     check("the SIGTERMed worker left no job running (released or recorded)", held == "0", f"{held} running")
+    if held != "0":
+        # What CI needs to find the cause: the rows, and what the worker logged about them and last.
+        rows_path = os.path.join(a.work, "sigterm_running_rows")
+        rows = open(rows_path).read().strip() if os.path.exists(rows_path) else ""
+        print("  rows still running:\n    " + rows.replace("\n", "\n    "))
+        ids = [r.split("|")[0] for r in rows.splitlines() if r]
+        log_lines = open(os.path.join(a.work, "worker3.log"), errors="replace").read().splitlines()
+        stop_at = next((i for i, l in enumerate(log_lines) if '"worker.stop"' in l), len(log_lines) - 1)
+        about = [l for l in log_lines[:stop_at + 1] if any(f'"job_id":{i}' in l or f'"job_id":"{i}"' in l or
+                                                      ("queue.claim" in l and i in l.split('"job_ids":"')[-1].split('"')[0].split(",")) for i in ids)]
+        print("  worker3 lines naming them:\n    " + "\n    ".join(about[-10:]))
+        print("  worker3's last lines before worker.stop:\n    " + "\n    ".join(log_lines[max(0, stop_at - 15):stop_at + 1]))
     stops = open(os.path.join(a.work, "sigterm_stoplog")).read().strip()
     check("the SIGTERMed worker logged worker.stop", stops not in ("", "0"), stops)
     check("every worker exited 0 on the final SIGTERM", a.stop_status == "0", f"exit {a.stop_status}")

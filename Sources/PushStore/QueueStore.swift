@@ -15,14 +15,16 @@ public final class QueueStore {
     // MARK: - Claim and lease
 
     /// Claims up to `limit` due jobs for `owner`, leased for `leaseSeconds` (round-robin across
-    /// apps within a window of `window` due jobs), no more than fit `deviceBudget` devices (at least
-    /// one job). Commits at once (no transaction stays open).
+    /// apps within a window of `window` due jobs), no more than fit `deviceBudget` devices in all and
+    /// `appDeviceBudget` (default: `deviceBudget`) per app, at least one job either way; within a
+    /// turn smaller jobs first. Commits at once (no transaction stays open).
     /// Throws `PGError` on database failure, or on a row that cannot be decoded.
     public func jobClaimBatch(owner: String, limit: Int, leaseSeconds: Double, window: Int = 1000,
-                              deviceBudget: Int = 2_000, now: Date? = nil) throws -> [ClaimedJob] {
+                              deviceBudget: Int = 2_000, appDeviceBudget: Int? = nil,
+                              now: Date? = nil) throws -> [ClaimedJob] {
         let r = try connection.execPrepared(name: "job_claim_batch", sql: JobQueries.claimBatch, params: [
             now.map(PGValue.date), .int(limit), .text(owner), .double(leaseSeconds), .int(max(window, limit)),
-            .int(max(1, deviceBudget)),
+            .int(max(1, deviceBudget)), .int(max(1, appDeviceBudget ?? deviceBudget)),
         ])
         return try r.rows.map { i in
             let kind = try r.string(i, "kind")

@@ -3,12 +3,15 @@ import PushStore
 
 /// Extends the leases of the jobs this worker holds, from its own thread and connection, every
 /// `leaseSeconds / 3` (a live worker's lease never lapses; a dead one's does, and another worker
-/// claims the job again). A job whose heartbeat finds it gone is reported lost: its outcome will be
-/// refused by the lease-guarded record (LEASE_LOST), never written over the new owner's work.
+/// claims the job again). A job that two heartbeats in a row find gone while this worker still
+/// holds it is reported lost (one miss may be the worker's own record committing just before it
+/// lets go of the job); a lost job's outcome is refused anyway by the lease-guarded record
+/// (LEASE_LOST), never written over the new owner's work.
 public final class LeaseKeeper: @unchecked Sendable {
     private let lock = NSLock()
     private var held: [Int64: UUID] = [:]
     private var lost: Set<Int64> = []
+    private var missed: Set<Int64> = []
     private let leaseSeconds: Double
     private let connect: () throws -> PGConnection
     private var thread: Thread?
@@ -37,7 +40,7 @@ public final class LeaseKeeper: @unchecked Sendable {
     public func hold(_ id: Int64, token: UUID) { lock.withLock { held[id] = token } }
 
     /// Removes a job once recorded, failed or released.
-    public func release(_ id: Int64) { lock.withLock { held[id] = nil; lost.remove(id) } }
+    public func release(_ id: Int64) { lock.withLock { held[id] = nil; lost.remove(id); missed.remove(id) } }
 
     /// True while the job is held (claimed, not yet recorded, failed or released).
     public func isHeld(_ id: Int64) -> Bool { lock.withLock { held[id] != nil } }
@@ -55,10 +58,16 @@ public final class LeaseKeeper: @unchecked Sendable {
             do {
                 if conn == nil { conn = try connect() }
                 let kept = try QueueStore(connection: conn!).jobHeartbeat(jobs, leaseSeconds: leaseSeconds)
-                let gone = jobs.map(\.id).filter { !kept.contains($0) }
-                if !gone.isEmpty {
-                    lock.withLock { for id in gone where held[id] != nil { lost.insert(id) } }
-                    log.warn("lease.lost", ["jobs": gone.count])
+                let gone = Set(jobs.map(\.id).filter { !kept.contains($0) })
+                let newlyLost: [Int64] = lock.withLock {
+                    let stillHeld = gone.filter { held[$0] != nil }
+                    let confirmed = stillHeld.filter { missed.contains($0) && !lost.contains($0) }
+                    missed = stillHeld
+                    lost.formUnion(confirmed)
+                    return Array(confirmed)
+                }
+                if !newlyLost.isEmpty {
+                    log.warn("lease.lost", ["jobs": newlyLost.count, "job_ids": newlyLost.sorted().map(String.init).joined(separator: ",")])
                 }
             } catch {
                 log.warn("lease.heartbeat_failed", ["error": String(describing: error).prefix(200)])

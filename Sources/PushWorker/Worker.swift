@@ -119,9 +119,10 @@ public final class Worker: @unchecked Sendable {
         }
         claimStatements = store.connection.statementCount
         let jobs = try store.jobClaimBatch(owner: config.owner, limit: config.claimLimit, leaseSeconds: config.leaseSeconds,
-                                           deviceBudget: config.groupDeviceLimit)
+                                           deviceBudget: config.groupDeviceLimit,
+                                           appDeviceBudget: config.appDeviceBudget)
         metrics.jobsClaimed.increment(by: Double(jobs.count))
-        if !jobs.isEmpty { log.debug("queue.claim", ["jobs": jobs.count]) }
+        if !jobs.isEmpty { log.debug("queue.claim", ["jobs": jobs.count, "job_ids": jobs.map { String($0.id) }.joined(separator: ",")]) }
         for job in jobs { keeper.hold(job.id, token: job.leaseToken) }
         if isStopping {
             // Graceful shutdown: give back what was claimed but not started.
@@ -184,19 +185,31 @@ public final class Worker: @unchecked Sendable {
             inputs.append((job, encrypted, deviceIDs))
         }
         // Load, seal, send and record in chunks of at most `groupDeviceLimit` devices (a claim of
-        // large batches must not become one huge transaction; a chunk's cost stays bounded).
+        // large batches must not become one huge transaction; a chunk's cost stays bounded). Small
+        // jobs go first, in a chunk of their own: a notification claimed beside another app's
+        // broadcast batch is sent and recorded before that batch is sealed (issue 4, fairness).
         var chunk: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
         var devicesInChunk = 0
-        for input in inputs {
-            if !chunk.isEmpty && devicesInChunk + input.deviceIDs.count > config.groupDeviceLimit {
+        var chunkHasSmall = false
+        for input in Self.smallFirst(inputs, smallJobDevices: config.smallJobDevices) {
+            let large = input.deviceIDs.count > config.smallJobDevices
+            if !chunk.isEmpty && (devicesInChunk + input.deviceIDs.count > config.groupDeviceLimit || (large && chunkHasSmall)) {
+                chunkHasSmall = false
                 processChunk(chunk, store: store, started: started)
                 chunk = []
                 devicesInChunk = 0
             }
             chunk.append(input)
             devicesInChunk += input.deviceIDs.count
+            if !large { chunkHasSmall = true }
         }
         if !chunk.isEmpty { processChunk(chunk, store: store, started: started) }
+    }
+
+    /// The claim's jobs with those of at most `smallJobDevices` devices first, each part in claim order.
+    static func smallFirst(_ inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])], smallJobDevices: Int)
+        -> [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] {
+        inputs.filter { $0.deviceIDs.count <= smallJobDevices } + inputs.filter { $0.deviceIDs.count > smallJobDevices }
     }
 
     /// Load, process and record one chunk of a claim (see `processGroup`).

@@ -13,6 +13,14 @@ public struct WorkerConfig: Sendable {
     /// their devices reach it (at least one job), so a broadcast's claims stay short and other apps'
     /// jobs get the next one; batches are loaded, sealed, sent and recorded in chunks of this size.
     public var groupDeviceLimit: Int = 2_000
+    /// Device budget of one app within a claim (default 500, one default batch): a broadcast gives
+    /// a claim one batch, so a claim holding it ends soon and another app's notification waits at most
+    /// about one batch's processing time (issue 4: within 1 s); single-user notifications, which
+    /// weigh one device each, still fill a claim.
+    public var appDeviceBudget: Int = 500
+    /// Jobs of at most this many devices (default 50) are processed before the claim's larger
+    /// batches, in a chunk of their own.
+    public var smallJobDevices: Int = 50
     /// Lease length, seconds (default 30); heartbeats every third of it.
     public var leaseSeconds: Double
     /// Longest idle sleep between claims, seconds (default 1): NOTIFY wakes the worker sooner;

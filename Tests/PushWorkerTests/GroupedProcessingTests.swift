@@ -120,4 +120,73 @@ final class GroupedProcessingTests: WorkerTestCase {
         let rest = try store.jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 5)
         XCTAssertEqual(rest.count, 1, "a job larger than the budget is still claimed alone")
     }
+
+    // MARK: - Fairness behind a broadcast (issue 4)
+
+    /// A broadcast of `users` users of a fresh app, already split into batch jobs of `batchSize`.
+    private func splitBroadcast(users: Int, batchSize: Int, prefix: String) throws -> (app: UUID, notification: UUID) {
+        let app = try createApp(name: "broadcast-\(prefix)")
+        for u in 0..<users { _ = try register(app, user: "\(prefix)\(u)") }
+        let n = try enqueue(app, users: (0..<users).map { "\(prefix)\($0)" })
+        let store = QueueStore(connection: workerConn)
+        let start = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30).first)
+        _ = try store.notificationStart(job: start, batchSize: batchSize)
+        return (app, n)
+    }
+
+    func testAClaimTakesOneBatchOfABroadcastAndTheOtherAppsNotificationBesideIt() throws {
+        let (broadcastApp, _) = try splitBroadcast(users: 40, batchSize: 10, prefix: "b")   // 4 batch jobs of 10
+        let other = try createApp(name: "other")
+        _ = try register(other, user: "o")
+        let single = try enqueue(other, users: ["o"])
+        let claimed = try QueueStore(connection: workerConn)
+            .jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 10, appDeviceBudget: 10)
+        XCTAssertEqual(claimed.map(\.notification.id).filter { $0 == single }.count, 1,
+                       "the other app's notification, enqueued last, is in the claim although one batch alone fills the budget")
+        XCTAssertEqual(claimed.filter { $0.notification.appID == broadcastApp }.count, 1,
+                       "the broadcast gives the claim one batch (app budget of 10 devices)")
+        XCTAssertEqual(claimed.count, 2)
+    }
+
+    func testAnAppsBudgetLetsManySingleUserNotificationsOfAnotherAppFillTheClaim() throws {
+        let (broadcastApp, _) = try splitBroadcast(users: 40, batchSize: 20, prefix: "b")   // 2 batch jobs of 20
+        let other = try createApp(name: "many")
+        for u in 0..<20 {
+            _ = try register(other, user: "m\(u)")
+            _ = try enqueue(other, users: ["m\(u)"])
+        }
+        let claimed = try QueueStore(connection: workerConn)
+            .jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 100, appDeviceBudget: 20)
+        XCTAssertEqual(claimed.count, 16, "never more than the claim limit")
+        XCTAssertEqual(claimed.filter { $0.notification.appID == broadcastApp }.count, 1,
+                       "one batch of the broadcast: its 20 devices spend its app's budget")
+        XCTAssertEqual(claimed.filter { $0.notification.appID == other }.count, 15,
+                       "notification jobs weigh one device each, so the other app fills the rest of the claim")
+    }
+
+    func testSmallJobsOfAClaimAreSentAndRecordedBeforeItsLargeBatches() throws {
+        let (_, broadcast) = try splitBroadcast(users: 120, batchSize: 60, prefix: "b")  // 2 batch jobs of 60
+        let other = try createApp(name: "other")
+        let device = try register(other, user: "o")
+        let single = try enqueue(other, users: ["o"])
+        let router = RecordingRouter()
+        let recordedAtBroadcastSend = LockedBox<Int?>(nil)
+        router.onSend = { [conn] pushes in
+            if recordedAtBroadcastSend.value == nil, !pushes.contains(where: { $0.deviceID == device }) {
+                let n = try? conn?.exec("SELECT count(*)::int FROM push_deliveries WHERE notification_id = $1::uuid",
+                                        [.uuid(single)]).int(0, 0)
+                recordedAtBroadcastSend.update { $0 = n ?? -1 }
+            }
+        }
+        let worker = try makeWorker(router, batchSize: 60, claimLimit: 16)
+        XCTAssertEqual(try worker.runOnce(connection: workerConn), 3, "one claim: both batches and the notification")
+        XCTAssertEqual(router.pushes.first?.deviceID, device, "the single notification is sent first")
+        XCTAssertEqual(router.pushes.count, 121)
+        XCTAssertEqual(recordedAtBroadcastSend.value, 1,
+                       "its delivery row is committed before the broadcast's batches are sent (a chunk of its own)")
+        XCTAssertEqual(try notification(single).status, "sent")
+        XCTAssertEqual(try deliveries(broadcast).count, 120)
+        try assertLedgerInvariants(single)
+        try assertLedgerInvariants(broadcast)
+    }
 }

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from table import write_table
+from table import pct, write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -93,6 +93,14 @@ BEGIN
     IF u % {COMMIT_EVERY} = {COMMIT_EVERY - 1} THEN COMMIT; END IF;
   END LOOP;
 END $$"""
+
+
+def age_registrations():
+    """Devices registered a day ago, as an audience is in production: the worker's send-time
+    targeting check searches the audience only for devices registered since a minute before the
+    notification started (JobQueries.loadBatchDevices); registering them seconds before the run
+    would measure that rare path for every device."""
+    psql("UPDATE push_devices SET last_registered_at = last_registered_at - interval '1 day'")
 
 
 def enqueue_single_sql(app, prefix, users, scheduled_share):
@@ -240,6 +248,75 @@ def latency_run(binary, app, prefix, users, count, rate, scheduled_share):
     return {"latency": lat, "lateness": late}
 
 
+def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_prefix, probe_users, rounds=3,
+                 interval=0.1):
+    """Issue 4, fairness: two idle workers; `rounds` times, one app enqueues a broadcast to
+    `bcast_users` users (two devices each), and while it is being delivered another app enqueues a
+    single-user notification (two devices) every `interval` seconds. A probe's time is from its
+    acceptance to its last delivery row's commit (after the provider answered: an upper bound on
+    reaching the provider); only probes delivered before their broadcast's last delivery count.
+    Also returns each worker's share of the broadcasts' deliveries, from its claim.record /
+    batch.record lines (info level)."""
+    reset_queue()
+    env = dict(os.environ, PUSHFLEET_LOG_LEVEL="info")
+    logs = [f"{TMP}/fairness-{i}.log" for i in range(2)]
+    workers = [subprocess.Popen([binary, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=open(lf, "w"))
+               for lf in logs]
+    time.sleep(2)
+    feed = subprocess.Popen(["psql", URL, "-X", "-q", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rng = secrets.SystemRandom()
+    sent, behind, broadcast_s, broadcasts = 0, [], [], []
+    for _ in range(rounds):
+        t0 = time.time()
+        bcast = psql(enqueue_broadcast_sql(bcast_app, bcast_prefix, bcast_users))
+        broadcasts.append(bcast)
+        deadline = time.time() + 120
+        while time.time() < deadline and int(psql(
+                f"SELECT count(*) FROM push_deliveries WHERE notification_id = '{bcast}'")) < 2000:
+            time.sleep(0.05)
+        deadline = time.time() + 1800
+        while time.time() < deadline:
+            if psql(f"SELECT finished_at IS NOT NULL FROM push_notifications WHERE id = '{bcast}'") == "t":
+                break
+            u = rng.randrange(probe_users)
+            feed.stdin.write(f"SELECT push_enqueue('{probe_app}', 'test', ARRAY['{probe_prefix}{u}'], NULL, 'Ping', "
+                             f"'Fairness probe {sent}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);\n")
+            feed.stdin.flush()
+            sent += 1
+            time.sleep(interval)
+        deadline = time.time() + 600
+        while time.time() < deadline and int(psql("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL")):
+            time.sleep(0.2)
+        bcast_end = float(psql(f"SELECT extract(epoch FROM max(updated_at)) FROM push_deliveries "
+                               f"WHERE notification_id = '{bcast}'"))
+        broadcast_s.append(bcast_end - t0)
+        rows = psql(f"SELECT extract(epoch FROM max(d.updated_at) - n.accepted_at), extract(epoch FROM max(d.updated_at)) "
+                    f"FROM push_notifications n JOIN push_deliveries d ON d.notification_id = n.id "
+                    f"WHERE n.app_id = '{probe_app}' AND d.status = 'sent' AND n.accepted_at >= to_timestamp({t0}) "
+                    f"GROUP BY n.id").split()
+        behind += [float(lat) for lat, done in (r.split("|") for r in rows) if float(done) < bcast_end]
+    feed.stdin.close()
+    feed.wait(timeout=60)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.wait(timeout=60)
+    ids = ",".join(f"'{b}'" for b in broadcasts)
+    delivered = int(psql(f"SELECT count(*) FROM push_deliveries WHERE notification_id IN ({ids})"))
+    probes_delivered = int(psql(f"SELECT count(DISTINCT n.id) FROM push_notifications n JOIN push_deliveries d "
+                                f"ON d.notification_id = n.id WHERE n.app_id = '{probe_app}' AND d.status = 'sent'"))
+    devices = []
+    for lf in logs:
+        total = 0
+        for line in open(lf):
+            if '"claim.record"' in line or '"batch.record"' in line:
+                total += json.loads(line).get("devices", 0)
+        devices.append(total)
+    return {"latency": behind, "probes": sent, "probes_delivered": probes_delivered, "rounds": rounds,
+            "broadcast_deliveries": delivered, "broadcast_s": broadcast_s, "worker_devices": devices}
+
+
 # ---------------------------------------------------------------- in-process benchmarks
 
 def bench_cmd(binary, *args):
@@ -286,6 +363,7 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
+    ap.add_argument("--only", choices=["fairness"], help="run one phase, print its figures, write no table")
     a = ap.parse_args()
     P, s = a.binary, a.scale
     n_single = max(100, int(100_000 * s))          # workload (a): notifications (one user each, 2 devices)
@@ -304,9 +382,22 @@ def main():
     make_keys()
     open_app, secure_app = create_app("bench open", False), create_app("bench secure", True)
     enc_app, plain_app = create_app("bench all-encrypted", False), create_app("bench all-plaintext", False)
+    probe_app = create_app("bench probe", False)
+    n_fair = max(100, n_bcast // 2)                # fairness: a broadcast of 50,000 deliveries (25,000 users)
     t = time.time()
+    if a.only == "fairness":
+        psql_parallel([register_sql(open_app, "o", n_fair, 0.7), register_sql(probe_app, "q", 100, 0.7)])
+        age_registrations()
+        psql("VACUUM ANALYZE")
+        r = fairness_run(P, open_app, "o", n_fair, probe_app, "q", 100)
+        r["latency"] = sorted(r["latency"])
+        print(json.dumps(r | {"latency_p50": pct(r["latency"], .5), "latency_p99": pct(r["latency"], .99),
+                              "latency_max": max(r["latency"] or [float("nan")])}))
+        return
+    psql(register_sql(probe_app, "q", 100, 0.7))
     psql_parallel([register_sql(open_app, "o", max(half, n_bcast), 0.7), register_sql(secure_app, "s", half, 0.7)])
     psql_parallel([register_sql(enc_app, "e", n_split, 1.0), register_sql(plain_app, "p", n_split, 0.0)])
+    age_registrations()
     psql("VACUUM ANALYZE")
     res["devices"] = int(psql("SELECT count(*) FROM push_devices"))
     log(f"registered {res['devices']} devices in {time.time() - t:.1f}s")
@@ -330,6 +421,8 @@ def main():
     log("latency run (idle fleet, one by one)")
     res["lat"] = latency_run(P, open_app, "o", half, count=max(50, int(400 * min(1, s * 4))), rate=20,
                              scheduled_share=0.1)
+    log("fairness run (a single-user notification every 0.5 s behind another app's broadcast)")
+    res["fair"] = fairness_run(P, open_app, "o", n_fair, probe_app, "q", 100)
     log("micro-benchmarks")
     res["floor"] = bench_cmd(P, "floor")
     res["plan"] = bench_cmd(P, "plan")
