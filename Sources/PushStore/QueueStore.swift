@@ -18,7 +18,10 @@ public final class QueueStore {
     /// apps within a window of `window` due jobs), no more than fit `deviceBudget` devices in all and
     /// `appDeviceBudget` (default: `deviceBudget`) per app, at least one job either way; within a
     /// turn smaller jobs first. Commits at once (no transaction stays open).
-    /// Throws `PGError` on database failure, or on a row that cannot be decoded.
+    /// A claimed row that cannot be decoded (a malformed row in the queue) is failed at once with
+    /// `UNDECODABLE_ROW` and its reason as the job's last error (retried in a minute, set aside once
+    /// out of attempts), and left out of the answer: the rest of the claim goes on.
+    /// Throws `PGError` on database failure.
     public func jobClaimBatch(owner: String, limit: Int, leaseSeconds: Double, window: Int = 1000,
                               deviceBudget: Int = 2_000, appDeviceBudget: Int? = nil,
                               now: Date? = nil) throws -> [ClaimedJob] {
@@ -26,7 +29,19 @@ public final class QueueStore {
             now.map(PGValue.date), .int(limit), .text(owner), .double(leaseSeconds), .int(max(window, limit)),
             .int(max(1, deviceBudget)), .int(max(1, appDeviceBudget ?? deviceBudget)),
         ])
-        return try r.rows.map { i in
+        return try r.rows.compactMap { i in
+            do {
+                return try Self.claimedJob(r, i)
+            } catch let error as PGError where error.code == .decode {
+                _ = try jobFail(id: try r.int64(i, "id"), leaseToken: try r.uuid(i, "lease_token"),
+                                error: "UNDECODABLE_ROW: \(error.message)", retryAt: Date().addingTimeInterval(60))
+                return nil
+            }
+        }
+    }
+
+    /// One row of the claim statement.
+    private static func claimedJob(_ r: PGResult, _ i: Int) throws -> ClaimedJob {
             let kind = try r.string(i, "kind")
             let ids: [UUID]? = try r.isNull(i, "device_ids") ? nil : try Self.uuidArray(r.string(i, "device_ids"))
             let notification = NotificationRow(
@@ -46,7 +61,6 @@ public final class QueueStore {
             return ClaimedJob(id: try r.int64(i, "id"), kind: kind, deviceIDs: ids,
                               leaseToken: try r.uuid(i, "lease_token"), attempt: try r.int(i, "attempt"),
                               maxAttempts: try r.int(i, "max_attempts"), notification: notification, app: app)
-        }
     }
 
     /// Extends the leases of `jobs` (id, lease token) by `leaseSeconds` from now. Returns the ids
