@@ -29,9 +29,10 @@ public final class QueueStore {
             now.map(PGValue.date), .int(limit), .text(owner), .double(leaseSeconds), .int(max(window, limit)),
             .int(max(1, deviceBudget)), .int(max(1, appDeviceBudget ?? deviceBudget)),
         ])
+        let columns = try ClaimColumns(r)
         return try r.rows.compactMap { i in
             do {
-                return try Self.claimedJob(r, i)
+                return try Self.claimedJob(r, i, columns)
             } catch let error as PGError where error.code == .decode {
                 _ = try jobFail(id: try r.int64(i, "id"), leaseToken: try r.uuid(i, "lease_token"),
                                 error: "UNDECODABLE_ROW: \(error.message)", retryAt: Date().addingTimeInterval(60))
@@ -41,26 +42,26 @@ public final class QueueStore {
     }
 
     /// One row of the claim statement.
-    private static func claimedJob(_ r: PGResult, _ i: Int) throws -> ClaimedJob {
-            let kind = try r.string(i, "kind")
-            let ids: [UUID]? = try r.isNull(i, "device_ids") ? nil : try Self.uuidArray(r.string(i, "device_ids"))
-            let notification = NotificationRow(
-                id: try r.uuid(i, "notification_id"), appID: try r.uuid(i, "app_id"),
-                mode: try r.string(i, "mode"), status: try r.string(i, "status"),
-                title: try r.decode(i, "title"), body: try r.decode(i, "body"), data: try r.decode(i, "data"),
-                badge: try r.decode(i, "badge"), sound: try r.decode(i, "sound"),
-                threadID: try r.decode(i, "thread_id"), collapseKey: try r.decode(i, "collapse_key"),
-                priority: try r.string(i, "priority"), ttlSeconds: try r.int(i, "ttl_seconds"),
-                acceptedAt: try r.date(i, "accepted_at"), sendAt: try r.decode(i, "send_at"),
-                expiresAt: try r.date(i, "expires_at"), encrypted: try r.decode(i, "encrypted"),
-                hasSMSFallback: try r.bool(i, "has_sms"))
-            let app = AppPolicyRow(requireEncryption: try r.bool(i, "require_encryption"),
-                                   placeholderTitle: try r.string(i, "placeholder_title"),
-                                   placeholderBody: try r.string(i, "placeholder_body"),
-                                   deleted: try r.bool(i, "app_deleted"))
-            return ClaimedJob(id: try r.int64(i, "id"), kind: kind, deviceIDs: ids,
-                              leaseToken: try r.uuid(i, "lease_token"), attempt: try r.int(i, "attempt"),
-                              maxAttempts: try r.int(i, "max_attempts"), notification: notification, app: app)
+    private static func claimedJob(_ r: PGResult, _ i: Int, _ k: ClaimColumns) throws -> ClaimedJob {
+        let kind = try r.string(i, k.kind)
+        let ids: [UUID]? = try r.isNull(i, k.deviceIds) ? nil : try Self.uuidArray(r.string(i, k.deviceIds))
+        let notification = NotificationRow(
+            id: try r.uuid(i, k.notificationId), appID: try r.uuid(i, k.appId),
+            mode: try r.string(i, k.mode), status: try r.string(i, k.status),
+            title: try r.decode(i, k.title), body: try r.decode(i, k.body), data: try r.decode(i, k.data),
+            badge: try r.decode(i, k.badge), sound: try r.decode(i, k.sound),
+            threadID: try r.decode(i, k.threadId), collapseKey: try r.decode(i, k.collapseKey),
+            priority: try r.string(i, k.priority), ttlSeconds: try r.int(i, k.ttlSeconds),
+            acceptedAt: try r.date(i, k.acceptedAt), sendAt: try r.decode(i, k.sendAt),
+            expiresAt: try r.date(i, k.expiresAt), encrypted: try r.decode(i, k.encrypted),
+            hasSMSFallback: try r.bool(i, k.hasSms))
+        let app = AppPolicyRow(requireEncryption: try r.bool(i, k.requireEncryption),
+                               placeholderTitle: try r.string(i, k.placeholderTitle),
+                               placeholderBody: try r.string(i, k.placeholderBody),
+                               deleted: try r.bool(i, k.appDeleted))
+        return ClaimedJob(id: try r.int64(i, k.id), kind: kind, deviceIDs: ids,
+                          leaseToken: try r.uuid(i, k.leaseToken), attempt: try r.int(i, k.attempt),
+                          maxAttempts: try r.int(i, k.maxAttempts), notification: notification, app: app)
     }
 
     /// Extends the leases of `jobs` (id, lease token) by `leaseSeconds` from now. Returns the ids
@@ -97,6 +98,14 @@ public final class QueueStore {
     public func jobRelease(id: Int64, leaseToken: UUID) throws {
         _ = try connection.execPrepared(name: "job_release", sql: JobQueries.releaseJob,
                                         params: [.int64(id), .uuid(leaseToken)])
+    }
+
+    /// Gives several jobs back untouched in one round trip (see `jobRelease`); a job whose lease
+    /// token no longer matches is left alone.
+    public func jobReleaseMany(_ jobs: [(id: Int64, leaseToken: UUID)]) throws {
+        if jobs.isEmpty { return }
+        _ = try connection.execPrepared(name: "job_release_many", sql: JobQueries.releaseJobs,
+                                        params: [.int64Array(jobs.map { $0.id }), .uuidArray(jobs.map { $0.leaseToken })])
     }
 
     /// The earliest `run_at` among available jobs (due or scheduled), nil when the queue is empty.
@@ -181,20 +190,21 @@ public final class QueueStore {
         if devices.isEmpty { return out }
         let r = try connection.execPrepared(name: "batch_load_devices", sql: JobQueries.loadBatchDevices,
                                             params: [.int64Array(index), .uuidArray(notifications), .uuidArray(devices)])
+        let k = try DeviceColumns(r)
         for i in r.rows {
             let row = BatchDeviceRow(
-                deviceID: try r.uuid(i, "device_id"), found: try r.bool(i, "found"),
-                targeted: try r.bool(i, "targeted"), platform: try r.decode(i, "platform"),
-                token: try r.decode(i, "token"), endpoint: try r.decode(i, "endpoint"),
-                p256dh: try r.decode(i, "p256dh"), authSecret: try r.decode(i, "auth_secret"),
-                apnsEnvironment: try r.decode(i, "apns_environment"),
-                publicKey: try r.decode(i, "public_key"), kid: try r.decode(i, "kid"),
-                lastRegisteredAt: try r.decode(i, "last_registered_at"),
-                deliveryStatus: try r.decode(i, "delivery_status"), attempts: try r.int(i, "attempts"),
-                failures: try r.int(i, "failures"),
-                nextAttemptAt: try r.decode(i, "next_attempt_at"), charged: try r.bool(i, "charged"),
-                apnsID: try r.uuid(i, "apns_id"))
-            out[try r.int(i, "batch") - 1].append(row)
+                deviceID: try r.uuid(i, k.deviceId), found: try r.bool(i, k.found),
+                targeted: try r.bool(i, k.targeted), platform: try r.decode(i, k.platform),
+                token: try r.decode(i, k.token), endpoint: try r.decode(i, k.endpoint),
+                p256dh: try r.decode(i, k.p256dh), authSecret: try r.decode(i, k.authSecret),
+                apnsEnvironment: try r.decode(i, k.apnsEnvironment),
+                publicKey: try r.decode(i, k.publicKey), kid: try r.decode(i, k.kid),
+                lastRegisteredAt: try r.decode(i, k.lastRegisteredAt),
+                deliveryStatus: try r.decode(i, k.deliveryStatus), attempts: try r.int(i, k.attempts),
+                failures: try r.int(i, k.failures),
+                nextAttemptAt: try r.decode(i, k.nextAttemptAt), charged: try r.bool(i, k.charged),
+                apnsID: try r.uuid(i, k.apnsId))
+            out[try r.int(i, k.batch) - 1].append(row)
         }
         return out
     }
@@ -286,7 +296,10 @@ public final class QueueStore {
 
     /// Parses `{a,b,c}` of uuids.
     static func uuidArray(_ text: String) throws -> [UUID] {
-        try textArray(text).map { s in
+        var text = text
+        if let ids = text.withUTF8({ PGUUIDText.parseArray(bytes: $0) }) { return ids }
+        // Not the plain `{uuid,uuid,...}` PostgreSQL prints: the general parser, for its error.
+        return try textArray(text).map { s in
             guard let u = PGUUIDText.parse(s) else {
                 throw PGError(code: .decode, message: "not a uuid in array: \(s.prefix(40))")
             }
@@ -294,30 +307,34 @@ public final class QueueStore {
         }
     }
 
-    /// Parses a one-dimensional PostgreSQL array literal of simple or quoted elements.
+    /// Parses a one-dimensional PostgreSQL array literal of simple or quoted elements, over its
+    /// UTF-8 bytes (the delimiters are ASCII, so a multi-byte character never splits).
     static func textArray(_ text: String) throws -> [String] {
-        var chars = Substring(text)
-        guard chars.first == "{", chars.last == "}" else {
-            throw PGError(code: .decode, message: "not an array literal")
-        }
-        chars = chars.dropFirst().dropLast()
-        if chars.isEmpty { return [] }
-        var out: [String] = []
-        var current = ""
-        var quoted = false, escaped = false
-        for c in chars {
-            if escaped { current.append(c); escaped = false; continue }
-            if quoted {
-                if c == "\\" { escaped = true } else if c == "\"" { quoted = false } else { current.append(c) }
-                continue
+        var text = text
+        return try text.withUTF8 { bytes -> [String] in
+            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
+                throw PGError(code: .decode, message: "not an array literal")
             }
-            if c == "\"" { quoted = true; continue }
-            if c == "," {
-                out.append(current); current = ""; continue
+            if bytes.count == 2 { return [] }
+            var out: [String] = []
+            var current: [UInt8] = []
+            var quoted = false, escaped = false
+            for c in bytes[1 ..< bytes.count - 1] {
+                if escaped { current.append(c); escaped = false; continue }
+                if quoted {
+                    if c == UInt8(ascii: "\\") { escaped = true } else if c == UInt8(ascii: "\"") { quoted = false } else { current.append(c) }
+                    continue
+                }
+                if c == UInt8(ascii: "\"") { quoted = true; continue }
+                if c == UInt8(ascii: ",") {
+                    out.append(String(decoding: current, as: UTF8.self))
+                    current.removeAll(keepingCapacity: true)
+                    continue
+                }
+                current.append(c)
             }
-            current.append(c)
+            out.append(String(decoding: current, as: UTF8.self))
+            return out
         }
-        out.append(current)
-        return out
     }
 }

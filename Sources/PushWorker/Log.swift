@@ -43,15 +43,40 @@ public final class Log: @unchecked Sendable {
     public func warn(_ event: String, _ fields: [String: Any] = [:]) { write(.warn, event, fields) }
     public func error(_ event: String, _ fields: [String: Any] = [:]) { write(.error, event, fields) }
 
-    private static let iso: ISO8601DateFormatter = {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f
-    }()
+    /// `date` as RFC 3339 UTC with milliseconds, e.g. `2026-11-29T15:10:03.612Z` (what
+    /// `ISO8601DateFormatter` with fractional seconds prints), written with `gmtime_r` and digits:
+    /// Foundation's formatter goes through ICU and showed in worker profiles.
+    static func timestamp(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        let whole = t.rounded(.down)
+        var seconds = time_t(whole)
+        let millis = min(999, max(0, Int(((t - whole) * 1000).rounded(.down))))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        var out = [UInt8]()
+        out.reserveCapacity(24)
+        func digits(_ value: Int, _ width: Int) {
+            var v = value
+            var buffer = [UInt8](repeating: UInt8(ascii: "0"), count: width)
+            for i in stride(from: width - 1, through: 0, by: -1) {
+                buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            }
+            out += buffer
+        }
+        digits(Int(parts.tm_year) + 1900, 4); out.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2); out.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2); out.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2); out.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2); out.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2); out.append(UInt8(ascii: "."))
+        digits(millis, 3); out.append(UInt8(ascii: "Z"))
+        return String(decoding: out, as: UTF8.self)
+    }
 
     private func write(_ level: Level, _ event: String, _ fields: [String: Any]) {
         guard level >= minimum else { return }
-        var line = "{\"ts\":\"\(lock.withLock { Self.iso.string(from: Date()) })\",\"level\":\"\(level.name)\",\"event\":"
+        var line = "{\"ts\":\"\(Self.timestamp(Date()))\",\"level\":\"\(level.name)\",\"event\":"
         Self.appendJSONString(event, to: &line)
         for key in fields.keys.sorted() {
             line += ","

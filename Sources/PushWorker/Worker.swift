@@ -184,6 +184,7 @@ public final class Worker: @unchecked Sendable {
             }
             inputs.append((job, encrypted, deviceIDs))
         }
+        inputs = giveBackOverBudget(Self.smallFirst(inputs, smallJobDevices: config.smallJobDevices), store: store)
         // Load, seal, send and record in chunks of at most `groupDeviceLimit` devices (a claim of
         // large batches must not become one huge transaction; a chunk's cost stays bounded). Small
         // jobs go first, in a chunk of their own: a notification claimed beside another app's
@@ -191,7 +192,7 @@ public final class Worker: @unchecked Sendable {
         var chunk: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
         var devicesInChunk = 0
         var chunkHasSmall = false
-        for input in Self.smallFirst(inputs, smallJobDevices: config.smallJobDevices) {
+        for input in inputs {
             let large = input.deviceIDs.count > config.smallJobDevices
             if !chunk.isEmpty && (devicesInChunk + input.deviceIDs.count > config.groupDeviceLimit || (large && chunkHasSmall)) {
                 chunkHasSmall = false
@@ -204,6 +205,37 @@ public final class Worker: @unchecked Sendable {
             if !large { chunkHasSmall = true }
         }
         if !chunk.isEmpty { processChunk(chunk, store: store, started: started) }
+    }
+
+    /// Keeps the claim's jobs, in order, while their devices fit `groupDeviceLimit` (at least one),
+    /// and gives the others back at once (lease-token guarded, no attempt spent): a notification job
+    /// weighs one device in the claim, and once started it may hold up to a batch of devices, so
+    /// a claim of many started audiences would otherwise hold the worker (and the other apps' work
+    /// behind it) for many chunks. A job given back is a batch job now, weighed by its devices by
+    /// the next claim. Returns the jobs kept.
+    private func giveBackOverBudget(_ inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])], store: QueueStore)
+        -> [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] {
+        var kept: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
+        var over: [ClaimedJob] = []
+        var devices = 0
+        for input in inputs {
+            if kept.isEmpty || devices + input.deviceIDs.count <= config.groupDeviceLimit {
+                kept.append(input)
+                devices += input.deviceIDs.count
+            } else {
+                over.append(input.job)
+            }
+        }
+        if over.isEmpty { return kept }
+        do {
+            try store.jobReleaseMany(over.map { ($0.id, $0.leaseToken) })
+            for job in over { keeper.release(job.id) }
+            log.debug("claim.give_back", ["jobs": over.count, "devices_kept": devices])
+            return kept
+        } catch {
+            // Could not give them back (the database failed): process them in this claim instead.
+            return inputs
+        }
     }
 
     /// The claim's jobs with those of at most `smallJobDevices` devices first, each part in claim order.

@@ -5,7 +5,10 @@ import PushCore
 public struct WorkerConfig: Sendable {
     /// This worker's name in leases (`host:pid` by default).
     public var owner: String
-    /// Jobs claimed per round trip and processed together (default 16).
+    /// Jobs claimed per round trip and processed together (default 128; `--claim-limit`,
+    /// `PUSHFLEET_CONCURRENCY`). The device budgets below bound the work of a claim; this bounds
+    /// its rows. 128 single-user notifications per claim spread a claim cycle's fixed cost (about
+    /// 7 round trips) thin: 53 -> 33 µs of worker CPU per plaintext delivery, measured against 16.
     public var claimLimit: Int
     /// Devices per batch job (default 500): audiences larger than this are split (fan-out).
     public var batchSize: Int
@@ -38,7 +41,7 @@ public struct WorkerConfig: Sendable {
     public var statementTimeoutMillis: Int
     public var lockTimeoutMillis: Int
 
-    public init(owner: String = WorkerConfig.defaultOwner(), claimLimit: Int = 16, batchSize: Int = 500,
+    public init(owner: String = WorkerConfig.defaultOwner(), claimLimit: Int = 128, batchSize: Int = 500,
                 leaseSeconds: Double = 30, pollInterval: Double = 1, rescueInterval: Double = 5,
                 statsInterval: Double = 5, retryPolicy: RetryPolicy = .default, drainSeconds: Double = 25,
                 statementTimeoutMillis: Int = 15_000, lockTimeoutMillis: Int = 5_000) {

@@ -24,6 +24,7 @@ enum Help {
     static let worker = """
     Usage: pushfleet worker [--claim-limit N] [--batch-size N] [--lease-seconds S] [--poll-interval S]
                             [--until-drained] [--metrics-addr HOST:PORT]
+      --claim-limit     jobs claimed at once (default 128, or PUSHFLEET_CONCURRENCY)
       --until-drained   exit 0 once no job is available or running (scheduled ones are waited for)
       --metrics-addr    /metrics, /healthz, /readyz (default 0.0.0.0:9464; 127.0.0.1:PORT; off)
       Environment: PUSHFLEET_DRAIN_SECONDS (default 25), PUSHFLEET_LOG_LEVEL, PUSHFLEET_METRICS_ADDR,

@@ -23,6 +23,15 @@ final class PGValueEncodingTests: XCTestCase {
         XCTAssertEqual(try PGValue.byteaArray([[0x01], nil, []]).encoded(), #"{"\\x01",NULL,"\\x"}"#)
     }
 
+    func testByteaArrayLiteralIsTheGeneralLiteralOfEachElementsHexForm() throws {
+        for _ in 0..<200 {
+            let elements: [[UInt8]?] = (0..<Int.random(in: 0...6)).map { _ in
+                Bool.random() && Bool.random() ? nil : (0..<Int.random(in: 0...40)).map { _ in UInt8.random(in: 0...255) }
+            }
+            XCTAssertEqual(PGValue.byteaArrayLiteral(elements), PGValue.arrayLiteral(elements.map { $0.map(PGValue.hex) }))
+        }
+    }
+
     func testTextHoldingNulByteIsRefusedWithEncodeError() {
         for value in [PGValue.text("a\u{0}b"), .textArray(["ok", "bad\u{0}"])] {
             XCTAssertThrowsError(try value.encoded()) { error in

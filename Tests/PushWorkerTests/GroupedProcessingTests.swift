@@ -83,7 +83,7 @@ final class GroupedProcessingTests: WorkerTestCase {
         try assertLedgerInvariants(small)
     }
 
-    func testAClaimLargerThanTheGroupDeviceLimitIsProcessedInChunksEachDeviceOnce() throws {
+    func testAClaimWhoseStartedAudiencesExceedTheDeviceLimitGivesTheRestBackAndEachDeviceIsSentOnce() throws {
         let app = try createApp()
         var notifications: [UUID] = []
         for u in 0..<5 {
@@ -92,12 +92,20 @@ final class GroupedProcessingTests: WorkerTestCase {
         }
         var config = WorkerConfig(owner: "chunks", claimLimit: 16, batchSize: 500, leaseSeconds: 30, pollInterval: 0.05,
                                   rescueInterval: 0.1, statsInterval: 3600, retryPolicy: Self.fastRetry)
-        config.groupDeviceLimit = 4   // 5 notifications of 3 devices: chunks of one job each
+        config.groupDeviceLimit = 7   // 5 notifications of 3 devices: 2 fit once started (6), 3 go back
         let router = RecordingRouter()
         let worker = try Worker(config: config, databaseURL: database.conninfo, router: router, log: Self.quietLog)
-        XCTAssertEqual(try worker.runOnce(connection: workerConn), 4,
-                       "the claim stops at its device budget (a notification job counts as one device)")
-        XCTAssertEqual(try worker.runOnce(connection: workerConn), 1)
+        XCTAssertEqual(try worker.runOnce(connection: workerConn), 5,
+                       "the claim takes all five: a notification job weighs one device until started")
+        XCTAssertEqual(router.pushes.count, 6, "two started audiences fit the limit and are sent")
+        let back = try conn.exec("""
+            SELECT count(*)::int AS n, min(cardinality(device_ids))::int AS devices, max(attempt)::int AS attempt
+              FROM push_jobs WHERE state = 'available' AND kind = 'batch'
+            """)
+        XCTAssertEqual(try back.int(0, "n"), 3, "the other three are given back as started batch jobs")
+        XCTAssertEqual(try back.int(0, "devices"), 3)
+        XCTAssertEqual(try back.int(0, "attempt"), 0, "giving back spends no attempt")
+        try drain(worker)
         XCTAssertEqual(router.pushes.count, 15)
         XCTAssertEqual(Set(router.pushes.map(\.deviceID)).count, 15, "each device sent to once")
         for n in notifications {

@@ -30,23 +30,45 @@ enum PGUUIDText {
         return bytes.withUnsafeMutableBufferPointer { parse(bytes: UnsafeBufferPointer($0)) }
     }
 
-    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
-        var raw = [UInt8](repeating: 0, count: 16)
-        var n = 0
-        var i = 0
-        while i < 36 {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard bytes[i] == UInt8(ascii: "-") else { return nil }
-                i += 1
-                continue
-            }
-            guard let hi = nibble(bytes[i]), let lo = nibble(bytes[i + 1]) else { return nil }
-            raw[n] = hi << 4 | lo
-            n += 1
-            i += 2
+    /// Parses `{uuid,uuid,...}` exactly as PostgreSQL prints a `uuid[]` without NULLs (`{}` for
+    /// none); nil for anything else (quoted or NULL elements, other spacing), which the caller hands
+    /// to a general array parser.
+    static func parseArray(bytes: UnsafeBufferPointer<UInt8>) -> [UUID]? {
+        let n = bytes.count
+        guard n >= 2, bytes[0] == UInt8(ascii: "{"), bytes[n - 1] == UInt8(ascii: "}") else { return nil }
+        if n == 2 { return [] }
+        guard (n - 1) % 37 == 0 else { return nil }   // "{" + 36 per element + a "," or the closing "}"
+        let count = (n - 1) / 37
+        var out: [UUID] = []
+        out.reserveCapacity(count)
+        for k in 0 ..< count {
+            let start = 1 + 37 * k
+            guard bytes[start + 36] == (k == count - 1 ? UInt8(ascii: "}") : UInt8(ascii: ",")),
+                  let u = parse(bytes: UnsafeBufferPointer(rebasing: bytes[start ..< start + 36])) else { return nil }
+            out.append(u)
         }
-        return UUID(uuid: (raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
-                           raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]))
+        return out
+    }
+
+    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let ok = withUnsafeMutableBytes(of: &raw) { out -> Bool in
+            var n = 0
+            var i = 0
+            while i < 36 {
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard bytes[i] == UInt8(ascii: "-") else { return false }
+                    i += 1
+                    continue
+                }
+                guard let hi = nibble(bytes[i]), let lo = nibble(bytes[i + 1]) else { return false }
+                out[n] = hi << 4 | lo
+                n += 1
+                i += 2
+            }
+            return true
+        }
+        return ok ? UUID(uuid: raw) : nil
     }
 
     private static func nibble(_ c: UInt8) -> UInt8? {

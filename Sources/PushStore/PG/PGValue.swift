@@ -75,7 +75,7 @@ public enum PGValue: Sendable, Equatable {
         case .uuidArray(let a): return Self.arrayLiteral(a.map { $0.map(PGUUIDText.format) })
         case .boolArray(let a): return Self.arrayLiteral(a.map { $0.map { $0 ? "t" : "f" } })
         case .dateArray(let a): return Self.arrayLiteral(a.map { $0.map(PGTimestamp.format) })
-        case .byteaArray(let a): return Self.arrayLiteral(a.map { $0.map(Self.hex) })
+        case .byteaArray(let a): return Self.byteaArrayLiteral(a)
         }
     }
 
@@ -114,6 +114,28 @@ public enum PGValue: Sendable, Equatable {
     /// bare `NULL`.
     /// Built over UTF-8 bytes (escaping is ASCII-only, so multi-byte sequences pass through
     /// unchanged): the batch record sends one such literal per column with one element per device.
+    /// `arrayLiteral(elements.map { $0.map(hex) })`, written in one pass: each element is
+    /// `"\\x` + hex digits + `"` (the backslash of bytea's hex form escaped inside the quotes), NULL
+    /// bare. The batch record sends every payload of a chunk this way.
+    static func byteaArrayLiteral(_ elements: [[UInt8]?]) -> String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(elements.reduce(2) { $0 + ($1.map { $0.count * 2 + 6 } ?? 4) + 1 })
+        out.append(UInt8(ascii: "{"))
+        for (i, element) in elements.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            guard let element else { out.append(contentsOf: "NULL".utf8); continue }
+            out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\\"), UInt8(ascii: "x")])
+            for b in element {
+                out.append(digits[Int(b >> 4)])
+                out.append(digits[Int(b & 15)])
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
     static func arrayLiteral(_ elements: [String?]) -> String {
         var out = [UInt8]()
         out.reserveCapacity(elements.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })

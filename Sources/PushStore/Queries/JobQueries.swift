@@ -164,6 +164,14 @@ enum JobQueries {
      WHERE id = $1::bigint AND lease_token = $2::uuid AND state = 'running'
     """
 
+    /// `releaseJob` for several jobs: `$1` ids, `$2` their lease tokens.
+    static let releaseJobs = """
+    UPDATE push_jobs j SET state = 'available', attempt = greatest(j.attempt - 1, 0), lease_token = NULL,
+                           lease_expires_at = NULL, lease_owner = NULL
+      FROM unnest($1::bigint[], $2::uuid[]) AS r(id, token)
+     WHERE j.id = r.id AND j.lease_token = r.token AND j.state = 'running'
+    """
+
     /// The nearest future run_at (for sleeping until a scheduled notification is due).
     static let nextRunAt = """
     SELECT min(run_at) AS next FROM push_jobs WHERE state = 'available'
