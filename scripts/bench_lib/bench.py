@@ -421,7 +421,7 @@ def main():
     log("latency run (idle fleet, one by one)")
     res["lat"] = latency_run(P, open_app, "o", half, count=max(50, int(400 * min(1, s * 4))), rate=20,
                              scheduled_share=0.1)
-    log("fairness run (a single-user notification every 0.5 s behind another app's broadcast)")
+    log("fairness run (a single-user notification every 0.1 s behind another app's broadcast)")
     res["fair"] = fairness_run(P, open_app, "o", n_fair, probe_app, "q", 100)
     log("micro-benchmarks")
     res["floor"] = bench_cmd(P, "floor")
