@@ -17,6 +17,15 @@ public final class Worker: @unchecked Sendable {
     private var connection: PGConnection?
     private let stopLock = NSLock()
     private var stopRequested = false
+    private var stopRequestedAt: Date?
+    /// Outcomes computed and sent but not recorded because the database connection broke: kept
+    /// (their jobs stay held, so heartbeats keep the leases) and recorded once a connection is
+    /// back, never sent again. A job whose lease was lost meanwhile is dropped (its new owner
+    /// sends it). See `recordDeferred`.
+    private var deferredRecords: [BatchOutcome] = []
+    /// Claimed jobs not sent, whose give-back could not be written (the connection broke): given
+    /// back first thing on the next connection, or before exiting.
+    private var deferredReleases: [(id: Int64, leaseToken: UUID)] = []
     private var lastRescue = Date.distantPast
     private var lastStats = Date.distantPast
     private var lastMaintenance = Date.distantPast
@@ -56,7 +65,19 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// Asks the loop to stop claiming; in-flight work finishes (graceful shutdown).
-    public func requestStop() { stopLock.withLock { stopRequested = true } }
+    public func requestStop() {
+        stopLock.withLock {
+            if !stopRequested { stopRequestedAt = Date() }
+            stopRequested = true
+        }
+    }
+
+    /// Outcomes waiting to be recorded after a broken connection (see `deferredRecords`); read it
+    /// from the thread that runs the worker.
+    public var deferredRecordCount: Int { deferredRecords.count }
+
+    /// Jobs waiting to be given back after a broken connection (see `deferredReleases`).
+    public var deferredReleaseCount: Int { deferredReleases.count }
 
     /// True once `requestStop()` was called.
     public var isStopping: Bool { stopLock.withLock { stopRequested } }
@@ -92,7 +113,66 @@ public final class Worker: @unchecked Sendable {
                 backoff = min(backoff * 2, 10)
             }
         }
+        finishDeferredRecords()
         log.info("worker.stop", ["owner": config.owner, "processed_jobs": processedJobs])
+    }
+
+    /// On the way out: outcomes already sent but not yet recorded (the connection broke) are
+    /// recorded now, retrying a lost connection with backoff until 2 s before the drain deadline;
+    /// what still cannot be written stays running under this worker's lease and is rescued when the
+    /// lease expires (its pushes are then sent again: at least once, R-SEND-8's row stays one).
+    private func finishDeferredRecords() {
+        guard !deferredRecords.isEmpty || !deferredReleases.isEmpty else { return }
+        let deadline = (stopLock.withLock { stopRequestedAt } ?? Date()).addingTimeInterval(max(0, config.drainSeconds - 2))
+        var backoff = 0.1
+        while (!deferredRecords.isEmpty || !deferredReleases.isEmpty) && Date() < deadline {
+            do {
+                try recordDeferred(QueueStore(connection: try ensureConnection()))
+            } catch {
+                connection = nil
+                pause(min(backoff, max(0, deadline.timeIntervalSinceNow)))
+                backoff = min(backoff * 2, 2)
+            }
+        }
+        if !deferredRecords.isEmpty || !deferredReleases.isEmpty {
+            log.error("worker.records_unwritten", ["sent_jobs": deferredRecords.count, "unsent_jobs": deferredReleases.count,
+                                                   "effect": "rescued when their leases expire, the sent ones sent again"])
+        }
+    }
+
+    /// Records the deferred outcomes on `store`, oldest first. A lost lease drops that outcome (its
+    /// job's new owner delivers it); any other job-level error goes through `handleFailure`.
+    /// - Throws: `PGError` when the connection fails again (the rest stay deferred).
+    func recordDeferred(_ store: QueueStore) throws {
+        if !deferredReleases.isEmpty {
+            try store.jobReleaseMany(deferredReleases)
+            for job in deferredReleases { keeper.release(job.id) }
+            log.info("claim.released_deferred", ["jobs": deferredReleases.count])
+            deferredReleases.removeAll()
+        }
+        while let o = deferredRecords.first {
+            do {
+                let result = try store.batchRecord(job: o.job, records: o.records, credentials: o.credentials,
+                                                   decideFinal: Self.decideFinal)
+                deferredRecords.removeFirst()
+                keeper.release(o.job.id)
+                count(o.records, credentials: o.credentials)
+                log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
+                                          "devices": o.records.count, "remaining_batches": result.remainingBatches,
+                                          "deferred": true])
+            } catch let e as PGError where Self.isConnectionFailure(e) {
+                throw e
+            } catch {
+                deferredRecords.removeFirst()
+                handleFailure(o.job, error, store: store)
+            }
+        }
+    }
+
+    /// True for an error that says nothing about the job: the connection to the server broke.
+    static func isConnectionFailure(_ error: Error) -> Bool {
+        guard let e = error as? PGError else { return false }
+        return e.code == .connection || e.connectionBroken
     }
 
     /// One claim and the processing of what it returned. Returns the number of jobs claimed.
@@ -100,6 +180,7 @@ public final class Worker: @unchecked Sendable {
     @discardableResult
     public func runOnce(connection conn: PGConnection, now: Date = Date()) throws -> Int {
         let store = QueueStore(connection: conn)
+        try recordDeferred(store)
         if now.timeIntervalSince(lastRescue) >= config.rescueInterval {
             let r = try store.jobRescueExpired()
             if r.rescued + r.discarded > 0 { log.warn("queue.rescue", ["rescued": r.rescued, "discarded": r.discarded]) }
@@ -126,9 +207,11 @@ public final class Worker: @unchecked Sendable {
         for job in jobs { keeper.hold(job.id, token: job.leaseToken) }
         if isStopping {
             // Graceful shutdown: give back what was claimed but not started.
-            for job in jobs {
-                try? store.jobRelease(id: job.id, leaseToken: job.leaseToken)
-                keeper.release(job.id)
+            do {
+                try store.jobReleaseMany(jobs.map { ($0.id, $0.leaseToken) })
+                for job in jobs { keeper.release(job.id) }
+            } catch {
+                deferredReleases += jobs.map { ($0.id, $0.leaseToken) }   // retried before exiting
             }
             return jobs.count
         }
@@ -140,15 +223,26 @@ public final class Worker: @unchecked Sendable {
         // A job still held here was neither recorded nor failed (its writes could not reach the
         // database, or a heartbeat saw it lost): give it back now, guarded by its lease token, rather
         // than leave it running until its lease expires.
-        for job in jobs {
+        let deferred = Set(deferredRecords.map(\.job.id))
+        for job in jobs where !deferred.contains(job.id) {
             if keeper.isHeld(job.id) {
-                try? store.jobRelease(id: job.id, leaseToken: job.leaseToken)
+                do {
+                    try store.jobRelease(id: job.id, leaseToken: job.leaseToken)
+                } catch where Self.isConnectionFailure(error) {
+                    deferredReleases.append((job.id, job.leaseToken))   // given back on the next connection
+                    continue
+                } catch {
+                    log.warn("job.release_failed", ["job_id": job.id, "error": String(describing: error).prefix(200)])
+                }
             }
             keeper.release(job.id)
         }
         processedJobs += jobs.count
         return jobs.count
     }
+
+    /// A started job of a claim: the job, whether it is sealed, and its devices.
+    typealias GroupInput = (job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])
 
     /// Processes a claim's jobs together: one round trip starts every notification job, one loads
     /// every batch's devices, one processor pass seals and sends them all, one transaction records
@@ -164,7 +258,7 @@ public final class Worker: @unchecked Sendable {
             for job in jobs { process(job, store: store) }
             return
         }
-        var inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
+        var inputs: [GroupInput] = []
         for var job in jobs {
             var encrypted = job.notification.encrypted ?? job.app.requireEncryption
             var deviceIDs = job.deviceIDs ?? []
@@ -189,7 +283,7 @@ public final class Worker: @unchecked Sendable {
         // large batches must not become one huge transaction; a chunk's cost stays bounded). Small
         // jobs go first, in a chunk of their own: a notification claimed beside another app's
         // broadcast batch is sent and recorded before that batch is sealed (issue 4, fairness).
-        var chunk: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
+        var chunk: [GroupInput] = []
         var devicesInChunk = 0
         var chunkHasSmall = false
         for input in inputs {
@@ -213,9 +307,9 @@ public final class Worker: @unchecked Sendable {
     /// a claim of many started audiences would otherwise hold the worker (and the other apps' work
     /// behind it) for many chunks. A job given back is a batch job now, weighed by its devices by
     /// the next claim. Returns the jobs kept.
-    private func giveBackOverBudget(_ inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])], store: QueueStore)
-        -> [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] {
-        var kept: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] = []
+    private func giveBackOverBudget(_ inputs: [GroupInput], store: QueueStore)
+        -> [GroupInput] {
+        var kept: [GroupInput] = []
         var over: [ClaimedJob] = []
         var devices = 0
         for input in inputs {
@@ -239,13 +333,13 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// The claim's jobs with those of at most `smallJobDevices` devices first, each part in claim order.
-    static func smallFirst(_ inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])], smallJobDevices: Int)
-        -> [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])] {
+    static func smallFirst(_ inputs: [GroupInput], smallJobDevices: Int)
+        -> [GroupInput] {
         inputs.filter { $0.deviceIDs.count <= smallJobDevices } + inputs.filter { $0.deviceIDs.count > smallJobDevices }
     }
 
     /// Load, process and record one chunk of a claim (see `processGroup`).
-    private func processChunk(_ inputs: [(job: ClaimedJob, encrypted: Bool, deviceIDs: [UUID])], store: QueueStore,
+    private func processChunk(_ inputs: [GroupInput], store: QueueStore,
                               started: Date) {
         if inputs.count == 1 {
             processStarted(inputs[0].job, encrypted: inputs[0].encrypted, deviceIDs: inputs[0].deviceIDs,
@@ -346,6 +440,11 @@ public final class Worker: @unchecked Sendable {
                                       "deactivated": result.deactivated,
                                       "round_trips": roundTrips(store),
                                       "ms": Int(Date().timeIntervalSince(started) * 1000)])
+        } catch where Self.isConnectionFailure(error) {
+            // Sent, not recorded: keep the outcome and the lease; record it when the connection is back.
+            deferredRecords.append(o)
+            log.warn("batch.record_deferred", ["job_id": o.job.id, "devices": o.records.count,
+                                               "error": String(describing: error).prefix(200)])
         } catch {
             handleFailure(o.job, error, store: store)
         }
@@ -362,10 +461,18 @@ public final class Worker: @unchecked Sendable {
         metrics.dbErrors.increment()
         let attempt = Double(max(1, job.attempt))
         let retryAt = Date().addingTimeInterval(min(300, pow(2, attempt)))
-        let state = try? store.jobFail(id: job.id, leaseToken: job.leaseToken,
-                                       error: String(describing: error), retryAt: retryAt)
-        if state != nil { keeper.release(job.id) }
-        log.error("job.failed", ["job_id": job.id, "attempt": job.attempt, "state": state ?? "lease_lost",
+        let state: String
+        do {
+            // nil: the lease token no longer matches (another worker holds the job now).
+            state = try store.jobFail(id: job.id, leaseToken: job.leaseToken, error: String(describing: error),
+                                      retryAt: retryAt) ?? "lease_lost"
+            keeper.release(job.id)
+        } catch {
+            // The failure could not be written either (no connection): the job stays running under this
+            // lease and is given back at the end of the claim, or rescued when the lease expires.
+            state = "unwritten"
+        }
+        log.error("job.failed", ["job_id": job.id, "attempt": job.attempt, "state": state,
                                  "error": String(describing: error).prefix(300)])
     }
 
