@@ -31,7 +31,8 @@ final class DeferredRecordTests: WorkerTestCase {
         return router
     }
 
-    func testPushesSentWhileTheConnectionBrokeAreRecordedOnReconnectAndNeverSentAgain() throws {
+    /// Claims and sends the two notifications while the worker's session is ended during the send.
+    private func sendWhileTheConnectionBreaks() throws -> (notifications: [UUID], worker: Worker, router: RecordingRouter) {
         let notifications = try twoNotifications()
         let pid = workerConn.serverProcessID
         let router = breakingRouter { "pid = \(pid)" }
@@ -39,6 +40,11 @@ final class DeferredRecordTests: WorkerTestCase {
         XCTAssertEqual(try worker.runOnce(connection: workerConn), 2)
         XCTAssertEqual(router.pushes.count, 2, "both were sent before the record failed")
         XCTAssertEqual(worker.deferredRecordCount, 2)
+        return (notifications, worker, router)
+    }
+
+    func testPushesSentWhileTheConnectionBrokeAreRecordedOnReconnectAndNeverSentAgain() throws {
+        let (notifications, worker, router) = try sendWhileTheConnectionBreaks()
         XCTAssertEqual(try int("SELECT count(*)::int FROM push_deliveries"), 0, "nothing recorded yet")
         XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state = 'running'"), 2,
                        "the jobs stay held under the worker's lease, not given back to be sent again")
@@ -56,12 +62,7 @@ final class DeferredRecordTests: WorkerTestCase {
     }
 
     func testADeferredOutcomeWhoseLeaseWasLostMeanwhileIsLeftToTheNewOwner() throws {
-        let notifications = try twoNotifications()
-        let pid = workerConn.serverProcessID
-        let router = breakingRouter { "pid = \(pid)" }
-        let worker = try makeWorker(router, claimLimit: 16)
-        XCTAssertEqual(try worker.runOnce(connection: workerConn), 2)
-        XCTAssertEqual(worker.deferredRecordCount, 2)
+        let (notifications, worker, _) = try sendWhileTheConnectionBreaks()
         // While the worker was cut off, its lease on the first notification's job expired and another
         // worker claimed it.
         try conn.exec("""
