@@ -2,6 +2,9 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 
 CURLcode cpush_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 CURLcode cpush_easy_setopt_ptr(CURL *h, CURLoption o, const void *v) { return curl_easy_setopt(h, o, v); }
@@ -13,18 +16,52 @@ CURLcode cpush_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out) { return curl_e
 CURLcode cpush_easy_getinfo_double(CURL *h, CURLINFO i, double *out) { return curl_easy_getinfo(h, i, out); }
 CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 
+/* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
+ * ("Server reached connection limit...", a malformed request) as event metrics.http, the text
+ * escaped for JSON and cut to 400 bytes. A request's content never reaches these messages. */
+static void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm parts;
+    gmtime_r(&now.tv_sec, &parts);
+    char line[1200];
+    int n = snprintf(line, sizeof line,
+                     "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"warn\",\"event\":\"metrics.http\",\"message\":\"",
+                     parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
+                     parts.tm_sec, now.tv_nsec / 1000000);
+    if (n < 0) return;
+    size_t len = (size_t)n;
+    for (size_t i = 0; msg[i] != '\0' && i < 400 && len + 8 < sizeof line; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        if (c == '"' || c == '\\') { line[len++] = '\\'; line[len++] = (char)c; }
+        else if (c == '\n' || c == '\r' || c == '\t') { line[len++] = ' '; }
+        else if (c < 0x20) { continue; }
+        else { line[len++] = (char)c; }
+    }
+    while (len > 0 && line[len - 1] == ' ') len--;
+    line[len++] = '"'; line[len++] = '}'; line[len++] = '\n';
+    ssize_t ignored = write(2, line, len);
+    (void)ignored;
+}
+
 struct MHD_Daemon *cpush_mhd_start(uint16_t port, int loopback_only,
                                    MHD_AccessHandlerCallback handler, void *handler_cls,
-                                   unsigned int connection_limit, unsigned int timeout_seconds) {
+                                   unsigned int connection_limit, unsigned int per_ip_limit,
+                                   unsigned int timeout_seconds) {
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = loopback_only ? htonl(INADDR_LOOPBACK) : htonl(INADDR_ANY);
-    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+    return MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
                             port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_EXTERNAL_LOGGER, cpush_mhd_log, NULL,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_END);
 }

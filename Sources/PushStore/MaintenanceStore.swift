@@ -65,11 +65,16 @@ public final class MaintenanceStore {
 
     /// Sets `title`, `body` and `data` to NULL and `content_erased_at` to now on up to `limit`
     /// notifications that became final (sent, sms_fallback, failed, cancelled) before `olderThan`
-    /// and still hold their content (issue 4 retention). Status, counts and ledger stay.
+    /// and still hold their content (issue 4 retention), and the request bodies test mode stored for
+    /// their deliveries (`push_deliveries.payload`, the same content). Status, counts, ledger and
+    /// delivery outcomes stay.
     /// - Returns: the number erased. - Throws: `PGError`.
     @discardableResult
     public func eraseFinalContent(olderThan: Date, limit: Int) throws -> Int {
-        try run(MaintenanceQueries.eraseFinalContent, olderThan, limit)
+        guard limit > 0 else {
+            throw PGError(code: .usage, message: "maintenance batch limit must be positive, got \(limit)")
+        }
+        return try connection.exec(MaintenanceQueries.eraseFinalContent, [.date(olderThan), .int(limit)]).int(0, "erased")
     }
 
     private func run(_ sql: String, _ cutoff: Date, _ limit: Int) throws -> Int {

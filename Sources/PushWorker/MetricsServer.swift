@@ -54,9 +54,11 @@ public struct MetricsServerError: Error, CustomStringConvertible, Sendable {
 /// The operators' HTTP endpoint on GNU libmicrohttpd: `GET|HEAD /metrics` (Prometheus text
 /// format 0.0.4 from `WorkerMetrics.render()`), `/healthz` (200 while the process runs),
 /// `/readyz` (200 when `metrics.ready` is 1, else 503), 404 for any other path, 405 for any other
-/// method. MHD serves from its own polling thread with at most `connectionLimit` connections, each
-/// dropped after `timeoutSeconds` idle: a slow or garbage client never reaches the worker's
-/// threads. Owns the `MHD_Daemon` (stopped by `stop()` or `deinit`).
+/// method. MHD serves from its own polling thread (epoll) with at most `connectionLimit`
+/// connections, at most `perClientLimit` from one address, each dropped after `timeoutSeconds`
+/// idle: a slow or garbage client never reaches the worker's threads, and one client holding
+/// connections open cannot lock out another address's probes or scrapes. MHD's own messages are
+/// JSON log lines (`metrics.http`). Owns the `MHD_Daemon` (stopped by `stop()` or `deinit`).
 public final class MetricsServer: @unchecked Sendable {
     /// The port actually bound (the one asked for, or the kernel's pick for port 0).
     public let port: UInt16
@@ -73,16 +75,17 @@ public final class MetricsServer: @unchecked Sendable {
     /// Starts serving `metrics` on `address`. Pre-creates the zero-valued series alerts rely on
     /// (`WorkerMetrics.preregisterSeries()`).
     /// - Parameters:
-    ///   - connectionLimit: simultaneous connections (default 32); more are refused by MHD.
+    ///   - connectionLimit: simultaneous connections (default 512); more are refused by MHD.
+    ///   - perClientLimit: simultaneous connections from one client address (default 16).
     ///   - timeoutSeconds: idle time after which a connection is closed (default 5 s).
     /// - Throws: `MetricsServerError` code `METRICS_START` when the port cannot be bound.
-    public static func start(address: MetricsAddress, metrics: WorkerMetrics, connectionLimit: UInt32 = 32,
-                             timeoutSeconds: UInt32 = 5) throws -> MetricsServer {
+    public static func start(address: MetricsAddress, metrics: WorkerMetrics, connectionLimit: UInt32 = 512,
+                             perClientLimit: UInt32 = 16, timeoutSeconds: UInt32 = 5) throws -> MetricsServer {
         metrics.preregisterSeries()
         let handler = Handler(metrics: metrics)
         let cls = Unmanaged.passUnretained(handler).toOpaque()
         guard let d = cpush_mhd_start(address.port, address.loopbackOnly ? 1 : 0, metricsAccessHandler, cls,
-                                      connectionLimit, timeoutSeconds) else {
+                                      connectionLimit, perClientLimit, timeoutSeconds) else {
             throw MetricsServerError(code: "METRICS_START",
                                      message: "cannot listen on \(address.loopbackOnly ? "127.0.0.1" : "0.0.0.0"):\(address.port) (port in use?)")
         }

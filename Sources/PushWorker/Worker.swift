@@ -89,7 +89,9 @@ public final class Worker: @unchecked Sendable {
         keeper.start()
         defer { keeper.stop() }
         var backoff = 0.2
-        log.info("worker.start", ["owner": config.owner, "claim_limit": config.claimLimit, "batch_size": config.batchSize])
+        log.info("worker.start", ["owner": config.owner, "claim_limit": config.claimLimit, "batch_size": config.batchSize,
+                                  "lease_seconds": config.leaseSeconds, "poll_interval_s": config.pollInterval,
+                                  "drain_seconds": config.drainSeconds])
         while !isStopping {
             do {
                 let conn = try ensureConnection()

@@ -61,6 +61,26 @@ struct Arguments {
         return n
     }
 
+    /// A number of seconds (or any decimal) that must lie in `range`; nil when absent.
+    /// - Throws: `CLIError.usage` for text that is not a finite number or is out of range.
+    func seconds(_ name: String, in range: ClosedRange<Double>) throws -> Double? {
+        guard let v = value(name) else { return nil }
+        guard let d = Double(v), d.isFinite, range.contains(d) else {
+            throw CLIError.usage("--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), got \(v.prefix(40))")
+        }
+        return d
+    }
+
+    /// A whole number that must lie in `range`; nil when absent.
+    /// - Throws: `CLIError.usage` otherwise.
+    func int(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let n = try int(name) else { return nil }
+        guard range.contains(n) else {
+            throw CLIError.usage("--\(name) must be from \(range.lowerBound) to \(range.upperBound), got \(n)")
+        }
+        return n
+    }
+
     func bool(_ name: String) throws -> Bool? {
         guard let v = value(name) else { return nil }
         switch v.lowercased() {

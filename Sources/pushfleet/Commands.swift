@@ -40,11 +40,22 @@ enum Commands {
     static func worker(_ args: Arguments, _ out: Output) throws {
         let env = ProcessInfo.processInfo.environment
         var config = WorkerConfig()
-        if let n = try args.int("claim-limit") ?? env["PUSHFLEET_CONCURRENCY"].flatMap(Int.init) { config.claimLimit = max(1, n) }
-        if let n = try args.int("batch-size") { config.batchSize = max(1, n) }
-        if let s = args.value("lease-seconds").flatMap(Double.init) { config.leaseSeconds = max(0.3, s) }
-        if let s = args.value("poll-interval").flatMap(Double.init) { config.pollInterval = max(0.01, s) }
-        if let s = env["PUSHFLEET_DRAIN_SECONDS"].flatMap(Double.init) { config.drainSeconds = s }
+        if let n = try args.int("claim-limit", in: 1...10_000) { config.claimLimit = n }
+        else if let text = env["PUSHFLEET_CONCURRENCY"] {
+            guard let n = Int(text), n >= 1, n <= 10_000 else {
+                throw CLIError.usage("PUSHFLEET_CONCURRENCY must be a whole number from 1 to 10000, got \(text.prefix(40))")
+            }
+            config.claimLimit = n
+        }
+        if let n = try args.int("batch-size", in: 1...10_000) { config.batchSize = n }
+        if let s = try args.seconds("lease-seconds", in: 0.3...3_600) { config.leaseSeconds = s }
+        if let s = try args.seconds("poll-interval", in: 0.01...3_600) { config.pollInterval = s }
+        if let text = env["PUSHFLEET_DRAIN_SECONDS"] {
+            guard let s = Double(text), s.isFinite, s >= 0, s <= 3_600 else {
+                throw CLIError.usage("PUSHFLEET_DRAIN_SECONDS must be a number of seconds from 0 to 3600, got \(text.prefix(40))")
+            }
+            config.drainSeconds = s
+        }
         let url = try databaseURL()
         let drainSeconds = config.drainSeconds
         let metrics = WorkerMetrics()
@@ -261,17 +272,23 @@ enum Commands {
     }
 
     static func jobs(_ sub: String, _ args: Arguments, _ out: Output) throws {
-        let store = QueueStore(connection: try connect())
         switch sub {
         case "list":
-            let list = try store.jobList(state: try args.required("state"), limit: try args.int("limit") ?? 100)
+            let states = ["available", "running", "completed", "discarded", "cancelled"]
+            let state = try args.required("state")
+            guard states.contains(state) else {
+                throw CLIError.usage("--state must be one of \(states.joined(separator: ", ")), got \(state.prefix(40))")
+            }
+            let limit = try args.int("limit", in: 1...10_000) ?? 100
+            let list = try QueueStore(connection: try connect()).jobList(state: state, limit: limit)
             out.emit(list) {
-                list.map { "\($0.id)  \($0.kind)  notification=\($0.notificationID.uuidString.lowercased())  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")" }
-                    .joined(separator: "\n")
+                list.isEmpty ? "no \(state) jobs" : list.map {
+                    "\($0.id)  \($0.kind)  notification=\($0.notificationID.uuidString.lowercased())  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")"
+                }.joined(separator: "\n")
             }
         case "retry":
             guard args.positional.count > 2, let id = Int64(args.positional[2]) else { throw CLIError.usage("give the job id") }
-            guard try store.jobRetry(id: id) else { throw PushError(.notFound, "no discarded job \(id)") }
+            guard try QueueStore(connection: try connect()).jobRetry(id: id) else { throw PushError(.notFound, "no discarded job \(id)") }
             out.emit(KV(fields: ["retried": String(id)])) { "job \(id) is available again" }
         default:
             throw CLIError.usage("jobs \(sub.prefix(20)): unknown")

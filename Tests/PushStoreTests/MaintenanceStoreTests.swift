@@ -171,6 +171,25 @@ final class MaintenanceStoreTests: RegistryTestCase {
                         .string(0, "status"), "failed", "only the content goes")
     }
 
+    /// Test mode stores each delivery's exact request body, which holds the content in clear for a
+    /// plaintext delivery: erasing a notification's content erases those copies too.
+    func testEraseFinalContentErasesTheStoredRequestBodiesOfItsDeliveries() throws {
+        let erasable = try notification(status: "sent", finishedDaysAgo: 40)
+        let recent = try notification(status: "sent", finishedDaysAgo: 2)
+        for n in [erasable, recent] {
+            try conn.exec("""
+                INSERT INTO push_deliveries (notification_id, device_id, status, apns_id, payload, updated_at, finished_at)
+                SELECT $1::uuid, gen_random_uuid(), 'sent', gen_random_uuid(), convert_to('{"aps":{"alert":"Your code"}}', 'UTF8'),
+                       now(), now() FROM generate_series(1, 3)
+                """, [.uuid(n)])
+        }
+        XCTAssertEqual(try store.eraseFinalContent(olderThan: try serverNow().addingTimeInterval(-30 * day), limit: 10), 1)
+        XCTAssertEqual(try count("SELECT count(*) FROM push_deliveries WHERE payload IS NOT NULL AND notification_id = '\(erasable)'"), 0)
+        XCTAssertEqual(try count("SELECT count(*) FROM push_deliveries WHERE status = 'sent' AND notification_id = '\(erasable)'"), 3,
+                       "the outcomes stay")
+        XCTAssertEqual(try count("SELECT count(*) FROM push_deliveries WHERE payload IS NOT NULL AND notification_id = '\(recent)'"), 3)
+    }
+
     func testNonPositiveLimitIsRefused() {
         for limit in [0, -1] {
             let error = expectPGError { _ = try self.store.pruneFinishedJobs(olderThan: Date(), limit: limit) }

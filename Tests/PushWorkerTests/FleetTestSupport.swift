@@ -97,12 +97,25 @@ enum RawHTTP {
         var body: String
     }
 
-    /// Opens a TCP connection to 127.0.0.1:`port` with a receive timeout; returns the descriptor.
-    static func connect(port: UInt16, timeoutSeconds: Int = 5) throws -> Int32 {
+    /// Opens a TCP connection to 127.0.0.1:`port` with a receive timeout, from the loopback address
+    /// `source` (host byte order, e.g. 0x7F00_0002 for 127.0.0.2) when given; returns the descriptor.
+    static func connect(port: UInt16, timeoutSeconds: Int = 5, source: UInt32? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NSError(domain: "RawHTTP", code: 1) }
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = source.bigEndian
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                throw NSError(domain: "RawHTTP", code: 3, userInfo: [NSLocalizedDescriptionKey: "bind failed errno \(errno)"])
+            }
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian
@@ -118,8 +131,8 @@ enum RawHTTP {
     }
 
     /// Sends `raw` bytes and reads until the server closes (or the timeout); returns the raw answer.
-    static func exchange(port: UInt16, raw: String) throws -> String {
-        let fd = try connect(port: port)
+    static func exchange(port: UInt16, raw: String, source: UInt32? = nil) throws -> String {
+        let fd = try connect(port: port, source: source)
         defer { close(fd) }
         let bytes = Array(raw.utf8)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -134,8 +147,8 @@ enum RawHTTP {
     }
 
     /// `METHOD path` over HTTP/1.0; parses the status line, headers and body.
-    static func request(port: UInt16, _ path: String, method: String = "GET") throws -> Response {
-        let text = try exchange(port: port, raw: "\(method) \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+    static func request(port: UInt16, _ path: String, method: String = "GET", source: UInt32? = nil) throws -> Response {
+        let text = try exchange(port: port, raw: "\(method) \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", source: source)
         guard let split = text.range(of: "\r\n\r\n") else { return Response(status: 0, headers: text, body: "") }
         let head = String(text[..<split.lowerBound])
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0

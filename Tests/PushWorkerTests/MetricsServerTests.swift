@@ -119,4 +119,21 @@ final class MetricsServerTests: FleetDBTestCase {
         let n = recv(silent, &byte, 1, 0)
         XCTAssertLessThanOrEqual(n, 0, "the idle connection should have been closed by the server")
     }
+
+    /// One client address holding connections open (up to its limit and beyond) cannot lock another
+    /// address's probe out: kubelet and Prometheus keep their answers while a noisy client waits.
+    func testOneClientHoldingIdleConnectionsDoesNotLockOutAnotherAddress() throws {
+        let server = try MetricsServer.start(address: MetricsAddress(loopbackOnly: true, port: 0), metrics: WorkerMetrics(),
+                                             connectionLimit: 8, perClientLimit: 4, timeoutSeconds: 10)
+        defer { server.stop() }
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        for _ in 0..<40 {   // from 127.0.0.1; the kernel accepts them, MHD keeps 4 and drops the rest
+            if let fd = try? RawHTTP.connect(port: server.port) { idle.append(fd) }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(try RawHTTP.request(port: server.port, "/healthz", source: 0x7F00_0002).status, 200,
+                       "a probe from 127.0.0.2 is answered")
+        XCTAssertEqual(try RawHTTP.request(port: server.port, "/readyz", source: 0x7F00_0003).status, 503)
+    }
 }

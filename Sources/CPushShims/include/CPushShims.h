@@ -19,11 +19,14 @@ CURLcode cpush_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out);
 CURLcode cpush_easy_getinfo_double(CURL *h, CURLINFO i, double *out);
 CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v);
 
-/// Starts a libmicrohttpd daemon on 127.0.0.1-or-any `port` with an internal polling thread,
-/// a connection limit and a per-connection timeout (seconds). Returns NULL on failure.
+/// Starts a libmicrohttpd daemon on 127.0.0.1-or-any `port` with an internal polling thread
+/// (epoll where available), a connection limit, a per-client-address connection limit and a
+/// per-connection idle timeout (seconds); MHD's messages go to stderr as JSON lines
+/// (event `metrics.http`). Returns NULL on failure.
 struct MHD_Daemon *cpush_mhd_start(uint16_t port, int loopback_only,
                                    MHD_AccessHandlerCallback handler, void *handler_cls,
-                                   unsigned int connection_limit, unsigned int timeout_seconds);
+                                   unsigned int connection_limit, unsigned int per_ip_limit,
+                                   unsigned int timeout_seconds);
 
 /// The port a started daemon listens on (useful after starting on port 0); 0 when unknown.
 /// Wraps the variadic MHD_get_daemon_info.

@@ -50,17 +50,28 @@ enum MaintenanceQueries {
     """
 
     /// Erases title, body and data of notifications final before `$1` and marks them
-    /// `content_erased_at` (issue 4 retention); the rest of the row (status, counts, ledger) stays.
-    /// `push_notifications_erasable_idx`.
+    /// `content_erased_at` (issue 4 retention), at most `$2` notifications; with them, the request
+    /// bodies test mode stored per delivery (`push_deliveries.payload`, which hold the same content,
+    /// at most 1,000 devices per test-mode app, R-DEV-6). The rest of the rows (status, counts,
+    /// ledger, delivery outcomes) stays. Returns `erased`, the notifications erased.
+    /// `push_notifications_erasable_idx`, then the primary key of push_deliveries.
     static let eraseFinalContent = """
-    UPDATE push_notifications
-       SET title = NULL, body = NULL, data = NULL, content_erased_at = now()
-     WHERE id IN (SELECT id FROM push_notifications
-                   WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL
-                   ORDER BY finished_at
-                   LIMIT $2::int
-                     FOR UPDATE SKIP LOCKED)
-       AND content_erased_at IS NULL
+    WITH erased AS (
+        UPDATE push_notifications
+           SET title = NULL, body = NULL, data = NULL, content_erased_at = now()
+         WHERE id IN (SELECT id FROM push_notifications
+                       WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL
+                       ORDER BY finished_at
+                       LIMIT $2::int
+                         FOR UPDATE SKIP LOCKED)
+           AND content_erased_at IS NULL
+        RETURNING id
+    ), payloads AS (
+        UPDATE push_deliveries d SET payload = NULL
+          FROM erased WHERE d.notification_id = erased.id AND d.payload IS NOT NULL
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM erased)::int AS erased, (SELECT count(*) FROM payloads)::int AS payloads
     """
 
     /// Session advisory lock for maintenance, without waiting: true when taken.
