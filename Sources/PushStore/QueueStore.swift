@@ -100,6 +100,15 @@ public final class QueueStore {
                                         params: [.int64(id), .uuid(leaseToken)])
     }
 
+    /// Sets job `id` aside at once (`discarded`, `error` as its last error) whatever its attempts
+    /// left: for a job that can never succeed (`jobs list --state discarded` shows it, `jobs retry`
+    /// puts it back). Returns false when the lease token no longer matches. Throws `PGError`.
+    @discardableResult
+    public func jobDiscard(id: Int64, leaseToken: UUID, error: String) throws -> Bool {
+        try connection.execPrepared(name: "job_discard", sql: JobQueries.discardJob,
+                                    params: [.int64(id), .uuid(leaseToken), .text(error)]).rowCount == 1
+    }
+
     /// Gives several jobs back untouched in one round trip (see `jobRelease`); a job whose lease
     /// token no longer matches is left alone.
     public func jobReleaseMany(_ jobs: [(id: Int64, leaseToken: UUID)]) throws {

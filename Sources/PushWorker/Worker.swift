@@ -217,10 +217,15 @@ public final class Worker: @unchecked Sendable {
             }
             return jobs.count
         }
-        if jobs.count == 1 {
-            process(jobs[0], store: store)
-        } else if !jobs.isEmpty {
-            processGroup(jobs, store: store)
+        let runnable = jobs.filter { job in
+            guard let problem = Self.malformed(job) else { return true }
+            setAside(job, "MALFORMED_JOB: \(problem)", store: store)
+            return false
+        }
+        if runnable.count == 1 {
+            process(runnable[0], store: store)
+        } else if !runnable.isEmpty {
+            processGroup(runnable, store: store)
         }
         // A job still held here was neither recorded nor failed (its writes could not reach the
         // database, or a heartbeat saw it lost): give it back now, guarded by its lease token, rather
@@ -452,12 +457,44 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
-    /// A job whose processing failed: a lost lease is left to its new owner; anything else is
-    /// retried later with backoff, and set aside (discarded) once out of attempts.
+    /// Why a claimed job can never run, or nil. The queue only makes batch jobs when a notification
+    /// starts (status `sending`), and ends a notification when its last batch is recorded: a batch
+    /// job of a pending or final notification is a malformed row (written by hand, or by a bug), and
+    /// running it would send a scheduled notification early, or again.
+    static func malformed(_ job: ClaimedJob) -> String? {
+        switch (job.kind, job.notification.status) {
+        case ("batch", "sending"), ("notification", "pending"): return nil
+        case ("batch", let status): return "a batch job of a notification that is \(status), not sending"
+        case ("notification", let status): return "a notification job of a notification that is \(status), not pending"
+        default: return "unknown job kind \(job.kind.prefix(40))"
+        }
+    }
+
+    /// Sets a job that can never succeed aside at once (discarded with `reason`), never sending it.
+    private func setAside(_ job: ClaimedJob, _ reason: String, store: QueueStore) {
+        metrics.dbErrors.increment()
+        let state: String
+        do {
+            state = try store.jobDiscard(id: job.id, leaseToken: job.leaseToken, error: reason) ? "discarded" : "lease_lost"
+            keeper.release(job.id)
+        } catch {
+            state = "unwritten"
+        }
+        log.error("job.set_aside", ["job_id": job.id, "notification_id": job.notification.id, "state": state,
+                                    "error": reason.prefix(300)])
+    }
+
+    /// A job whose processing failed: a lost lease is left to its new owner; a job that can never
+    /// succeed (its notification is no longer pending: NOT_PENDING) is set aside at once; anything
+    /// else is retried later with backoff, and set aside (discarded) once out of attempts.
     private func handleFailure(_ job: ClaimedJob, _ error: Error, store: QueueStore) {
         if let e = error as? PGError, e.message.contains("LEASE_LOST") {
             keeper.release(job.id)
             log.warn("batch.lease_lost", ["job_id": job.id])
+            return
+        }
+        if let e = error as? PGError, e.message.contains("NOT_PENDING") {
+            setAside(job, String(describing: e), store: store)
             return
         }
         metrics.dbErrors.increment()

@@ -167,4 +167,48 @@ final class BadInputTests: WorkerTestCase {
         XCTAssertTrue(error.hasPrefix("UNDECODABLE_ROW: ") && error.contains("expires_at"), error)
         XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state = 'running'"), 0, "nothing left claimed")
     }
+
+    /// A batch job written by hand for a notification scheduled an hour ahead (pending: its policy
+    /// not read yet) is set aside, MALFORMED_JOB, never sent; the notification stays scheduled.
+    func testABatchJobOfAPendingNotificationIsSetAsideNotSentEarly() throws {
+        let app = try createApp()
+        let device = try register(app, user: "u")
+        let n = try enqueue(app, users: ["u"]) { $0.sendAt = Date().addingTimeInterval(3600) }
+        try conn.exec("""
+            INSERT INTO push_jobs (kind, notification_id, app_id, device_ids, priority, run_at)
+            VALUES ('batch', $1::uuid, $2::uuid, ARRAY[$3::uuid], 0, now())
+            """, [.uuid(n), .uuid(app), .uuid(device)])
+        let router = RecordingRouter()
+        XCTAssertEqual(try makeWorker(router).runOnce(connection: workerConn), 1)
+        XCTAssertEqual(router.pushes.count, 0, "nothing sent before the send time")
+        let bad = try conn.exec("SELECT state, last_error FROM push_jobs WHERE kind = 'batch'")
+        XCTAssertEqual(try bad.string(0, "state"), "discarded")
+        XCTAssertTrue(try bad.string(0, "last_error").hasPrefix("MALFORMED_JOB: a batch job of a notification that is pending"))
+        XCTAssertEqual(try notification(n).status, "pending")
+        XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE kind = 'notification' AND state = 'available'"), 1,
+                       "its own job still waits for the send time")
+        XCTAssertEqual(try deliveries(n).count, 0)
+    }
+
+    /// A notification job whose notification is no longer pending can never start (NOT_PENDING):
+    /// it is set aside after one attempt, not retried with backoff until its attempts run out.
+    func testANotificationJobOfAFinalNotificationIsSetAsideAfterOneAttempt() throws {
+        let app = try createApp()
+        _ = try register(app, user: "u")
+        let n = try enqueue(app, users: ["u"])
+        let router = RecordingRouter()
+        try drain(try makeWorker(router))
+        XCTAssertEqual(try notification(n).status, "sent")
+        try conn.exec("""
+            INSERT INTO push_jobs (kind, notification_id, app_id, priority, run_at)
+            SELECT 'notification', id, app_id, 0, now() FROM push_notifications WHERE id = $1::uuid
+            """, [.uuid(n)])
+        XCTAssertEqual(try makeWorker(router).runOnce(connection: workerConn), 1)
+        let job = try conn.exec("SELECT state, attempt, last_error FROM push_jobs WHERE state <> 'completed'")
+        XCTAssertEqual(try job.string(0, "state"), "discarded")
+        XCTAssertEqual(try job.int(0, "attempt"), 1)
+        let error = try job.string(0, "last_error")
+        XCTAssertTrue(error.contains("not pending"), error)
+        XCTAssertEqual(router.pushes.count, 1, "nothing sent again")
+    }
 }

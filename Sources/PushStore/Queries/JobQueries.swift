@@ -164,6 +164,16 @@ enum JobQueries {
      WHERE id = $1::bigint AND lease_token = $2::uuid AND state = 'running'
     """
 
+    /// Sets a job aside at once (`discarded`, with `$3` as its last error), guarded by its lease
+    /// token `$2`: for a job that can never succeed, whatever its attempts left.
+    static let discardJob = """
+    UPDATE push_jobs
+       SET state = 'discarded', finalized_at = now(), last_error = $3::text,
+           lease_token = NULL, lease_expires_at = NULL, lease_owner = NULL
+     WHERE id = $1::bigint AND lease_token = $2::uuid AND state = 'running'
+    RETURNING state
+    """
+
     /// `releaseJob` for several jobs: `$1` ids, `$2` their lease tokens.
     static let releaseJobs = """
     UPDATE push_jobs j SET state = 'available', attempt = greatest(j.attempt - 1, 0), lease_token = NULL,
