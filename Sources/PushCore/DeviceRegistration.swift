@@ -114,6 +114,10 @@ public struct DeviceRegistration: Sendable {
         case .none: key = .keep
         case .some(.none): key = .remove
         case .some(.some(let text)):
+            // R-DEV-3: base64url without padding (the decoder itself tolerates `=`).
+            if text.contains("=") {
+                throw invalid("encryption_public_key", "must be base64url without padding (no '=')")
+            }
             do {
                 let k = try P256PublicKey(base64URL: text)
                 key = .set(raw: k.raw, kid: k.kid)

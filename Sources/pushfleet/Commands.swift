@@ -142,10 +142,13 @@ enum Commands {
     // MARK: - devices
 
     static func devices(_ sub: String, _ args: Arguments, _ out: Output) throws {
-        let registry = DeviceRegistry(connection: try connect())
         guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
         let modeText = try args.required("mode")
         guard let mode = Mode(rawValue: modeText) else { throw PushError(.validationError, "mode: must be test or live") }
+        if args.flag("remove-key") && args.value("encryption-public-key") != nil {
+            throw CLIError.usage("--remove-key and --encryption-public-key contradict each other: give one")
+        }
+        let registry = DeviceRegistry(connection: try connect())
         switch sub {
         case "register":
             let key: String?? = args.flag("remove-key") ? .some(nil)
@@ -187,6 +190,10 @@ enum Commands {
         var q = EnqueueRequest(appID: app, mode: try args.required("mode"), userIDs: args.values("user"))
         guard Mode(rawValue: q.mode) != nil else { throw PushError(.validationError, "mode: must be test or live") }
         guard !q.userIDs.isEmpty else { throw CLIError.usage("--user is required (repeat it for several users)") }
+        // R-DEV-1: a user id is 1 to 255 characters; no device can belong to any other.
+        if let bad = q.userIDs.first(where: { $0.isEmpty || $0.count > 255 }) {
+            throw PushError(.validationError, "user: must be 1 to 255 characters, got \(bad.count)")
+        }
         let devices = try args.values("device").map { text -> UUID in
             guard let u = UUID(uuidString: text) else { throw CLIError.usage("--device must be a UUID") }
             return u

@@ -175,6 +175,8 @@ final class DeviceRegistrationTests: XCTestCase {
         }
         assertRefused("encryption_public_key") { try ios(key: .some("not base64url!")) }
         assertRefused("encryption_public_key") { try ios(key: .some("")) }
+        // R-DEV-3 says "without padding": the 87-character key with a trailing '=' is refused.
+        assertRefused("encryption_public_key") { try ios(key: .some(publicKey.base64URL + "=")) }
     }
 
     // MARK: - R-DEV-1 web subscriptions

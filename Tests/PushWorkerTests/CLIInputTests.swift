@@ -1,9 +1,13 @@
 import Foundation
 import XCTest
 
-/// Issue 4 (operators): `pushfleet worker` refuses a bad setting with a USAGE error (exit 64)
-/// instead of ignoring it or quietly changing it; no database is touched before the check.
-final class WorkerOptionsCLITests: XCTestCase {
+/// Bad command-line input gets a clear error with its stable code before any database is touched:
+/// `pushfleet worker` refuses a bad setting (USAGE, exit 64) instead of ignoring it or quietly
+/// changing it (issue 4, operators); `jobs list`, `devices register` and `send` refuse
+/// contradictory or out-of-range input.
+final class CLIInputTests: XCTestCase {
+    private static let nowhere = ["DATABASE_URL": "postgresql:///nowhere?host=/nonexistent"]
+
     private func run(_ arguments: [String], env: [String: String] = [:]) throws -> (status: Int32, output: String) {
         try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["worker"] + arguments,
                                environment: env.merging(["DATABASE_URL": "postgresql:///nowhere?host=/nonexistent"]) { a, _ in a })
@@ -34,5 +38,18 @@ final class WorkerOptionsCLITests: XCTestCase {
             XCTAssertEqual(r.status, 64, r.output)
             XCTAssertTrue(r.output.contains("USAGE"), r.output)
         }
+    }
+
+    func testContradictoryKeyOptionsAndAnEmptyUserAreRefused() throws {
+        let app = "00000000-0000-4000-8000-000000000001"
+        let register = try LiveWebPushCLI.run(LiveWebPushCLI.executable,
+            ["devices", "register", "--app", app, "--mode", "test", "--platform", "ios", "--token", "tok", "--user", "u",
+             "--remove-key", "--encryption-public-key", "AAAA"], environment: Self.nowhere)
+        XCTAssertEqual(register.status, 64, register.output)
+        XCTAssertTrue(register.output.contains("contradict"), register.output)
+        let send = try LiveWebPushCLI.run(LiveWebPushCLI.executable,
+            ["send", "--app", app, "--mode", "test", "--user", "", "--title", "t"], environment: Self.nowhere)
+        XCTAssertEqual(send.status, 1, send.output)
+        XCTAssertTrue(send.output.contains("VALIDATION_ERROR: user: must be 1 to 255 characters"), send.output)
     }
 }
