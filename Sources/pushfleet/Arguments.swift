@@ -8,7 +8,8 @@ struct Arguments {
     var flags: Set<String> = []
 
     /// Options that take no value.
-    static let flagNames: Set<String> = ["json", "help", "watch", "remove-key", "until-drained", "allow-loopback-endpoints", "h"]
+    static let flagNames: Set<String> = ["json", "help", "watch", "remove-key", "until-drained", "allow-loopback-endpoints", "h",
+                                         "version"]
 
     init(_ args: [String]) throws {
         var i = 0

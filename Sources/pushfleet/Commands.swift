@@ -122,7 +122,7 @@ enum Commands {
             app = try store.appGet(id: try appID(args, position: 2))
         case "delete":
             let id = try appID(args, position: 2)
-            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(id)") }
+            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(id.uuidString.lowercased())") }
             app = try store.appGet(id: id)
         default:
             throw CLIError.usage("apps \(sub.prefix(20)): unknown; see pushfleet apps --help")
@@ -223,7 +223,7 @@ enum Commands {
                                           collapseKey: q.collapseKey, priority: Priority(rawValue: q.priority ?? "high") ?? .high)
         try content.validate()
         guard let appRow = try AppStore(connection: conn).appGet(id: app), !appRow.deleted else {
-            throw PushError(.notFound, "no push app \(app)")
+            throw PushError(.notFound, "no push app \(app.uuidString.lowercased())")
         }
         let store = NotificationStore(connection: conn)
         let audience = try store.audiencePreview(q)
@@ -249,13 +249,15 @@ enum Commands {
             throw CLIError.usage("give the notification id")
         }
         let store = NotificationStore(connection: try connect())
+        let shown = id.uuidString.lowercased()
         switch sub {
         case "show":
-            guard let r = try store.report(id: id) else { throw PushError(.notFound, "no notification \(id)") }
+            guard let r = try store.report(id: id) else { throw PushError(.notFound, "no notification \(shown)") }
             out.emit(r) { Report.text(r) }
         case "cancel":
             guard try store.cancel(id: id) else {
-                throw PushError(.validationError, "notification \(id) cannot be cancelled: its send time has come or it is final")
+                guard try store.report(id: id) != nil else { throw PushError(.notFound, "no notification \(shown)") }
+                throw PushError(.validationError, "notification \(shown) cannot be cancelled: its send time has come or it is final")
             }
             out.emit(KV(fields: ["cancelled": id.uuidString.lowercased()])) { "cancelled \(id.uuidString.lowercased()) (refunded)" }
         default:

@@ -9,8 +9,16 @@ import PushWorker
 setvbuf(stdout, nil, _IOLBF, 0)
 let argv = Array(CommandLine.arguments.dropFirst())
 
+/// Writes the error on stderr, as `error: CODE: message`, or with `--json` as one JSON object
+/// `{"error":{"code":...,"message":...}}`, and exits with `status`.
 func fail(_ code: String, _ message: String, exit status: Int32 = 1) -> Never {
-    FileHandle.standardError.write(Data("error: \(code): \(message)\n".utf8))
+    if argv.contains("--json"),
+       let data = try? JSONSerialization.data(withJSONObject: ["error": ["code": code, "message": message]],
+                                              options: [.sortedKeys]) {
+        FileHandle.standardError.write(data + Data("\n".utf8))
+    } else {
+        FileHandle.standardError.write(Data("error: \(code): \(message)\n".utf8))
+    }
     exit(status)
 }
 
@@ -18,6 +26,10 @@ do {
     let args = try Arguments(argv)
     let out = Output(json: args.flag("json"))
     let words = args.positional
+    if args.flag("version") && words.isEmpty {
+        print("pushfleet: needs database schema version \(ReadinessGate.requiredSchemaVersion) or later (sql/)")
+        exit(0)
+    }
     guard let command = words.first else {
         print(Help.main)
         exit(args.flag("help") || args.flag("h") ? 0 : 64)

@@ -52,4 +52,28 @@ final class CLIInputTests: XCTestCase {
         XCTAssertEqual(send.status, 1, send.output)
         XCTAssertTrue(send.output.contains("VALIDATION_ERROR: user: must be 1 to 255 characters"), send.output)
     }
+
+    func testErrorsAreOneJSONObjectUnderJSONAndVersionAnswers() throws {
+        let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["jobs", "list", "--state", "bogus", "--json"],
+                                       environment: Self.nowhere)
+        XCTAssertEqual(r.status, 64)
+        let object = try JSONSerialization.jsonObject(with: Data(r.output.utf8)) as? [String: [String: String]]
+        XCTAssertEqual(object?["error"]?["code"], "USAGE", r.output)
+        XCTAssertTrue(object?["error"]?["message"]?.contains("--state must be one of") == true, r.output)
+        let version = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["--version"], environment: Self.nowhere)
+        XCTAssertEqual(version.status, 0, version.output)
+        XCTAssertTrue(version.output.contains("schema version"), version.output)
+    }
+}
+
+/// The command line against a real database: an unknown notification is NOT_FOUND (not a
+/// validation error), named as it was typed (lower case).
+final class CLIDatabaseTests: WorkerTestCase {
+    func testCancellingAnUnknownNotificationIsNotFound() throws {
+        let id = UUID()
+        let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
+                                       environment: ["DATABASE_URL": database.conninfo])
+        XCTAssertEqual(r.status, 1, r.output)
+        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(id.uuidString.lowercased())"), r.output)
+    }
 }
