@@ -23,6 +23,8 @@ final class CLIInputTests: XCTestCase {
             (["--batch-size", "-5"], [:], "--batch-size must be from 1"),
             ([], ["PUSHFLEET_CONCURRENCY": "lots"], "PUSHFLEET_CONCURRENCY must be a whole number"),
             ([], ["PUSHFLEET_DRAIN_SECONDS": "-3"], "PUSHFLEET_DRAIN_SECONDS must be a number of seconds"),
+            ([], ["PUSHFLEET_RETENTION_DELIVERIES": "30d"], "PUSHFLEET_RETENTION_DELIVERIES must be a number of seconds"),
+            ([], ["PUSHFLEET_RETENTION_CONTENT": "forever"], "PUSHFLEET_RETENTION_CONTENT must be a number of seconds (0 or more) or keep"),
         ]
         for (arguments, env, message) in cases {
             let r = try run(arguments, env: env)
