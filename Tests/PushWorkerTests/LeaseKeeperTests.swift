@@ -31,11 +31,14 @@ final class LeaseKeeperTests: WorkerTestCase {
         k.hold(job.id, token: job.leaseToken)
         k.start()
         defer { k.stop() }
-        Thread.sleep(forTimeInterval: 0.5)
-        XCTAssertFalse(k.isLost(job.id))
-        let left = try conn.exec("SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM push_jobs WHERE id = $1::bigint",
-                                 [.int64(job.id)]).double(0, 0)
-        XCTAssertLessThan(left, 1, "the lease was set to the keeper's 0.3 s by a heartbeat (the claim gave 30 s)")
+        func left() -> Double {
+            (try? conn.exec("SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM push_jobs WHERE id = $1::bigint",
+                            [.int64(job.id)]).double(0, 0)) ?? 30
+        }
+        wait(until: { left() < 1 })
+        XCTAssertLessThan(left(), 1, "the lease was set to the keeper's 0.3 s by a heartbeat (the claim gave 30 s)")
+        Thread.sleep(forTimeInterval: 0.5)   // several more heartbeats
+        XCTAssertFalse(k.isLost(job.id), "a job still held by its token is never reported lost")
     }
 
     func testAJobTakenOverIsReportedLostAfterTwoMissedHeartbeats() throws {
@@ -63,7 +66,9 @@ final class LeaseKeeperTests: WorkerTestCase {
         XCTAssertEqual(jobs.count, 2)
         let (job, sentinel) = (jobs[0], jobs[1])
         let url = database.conninfo
-        let k = LeaseKeeper(leaseSeconds: 1.5, log: Self.quietLog) { try PGConnection.connect(url) }  // every 0.5 s
+        // Beats every second: the check below must land between the first and second heartbeat,
+        // so the margin is a second even on a loaded machine.
+        let k = LeaseKeeper(leaseSeconds: 3, log: Self.quietLog) { try PGConnection.connect(url) }
         k.hold(job.id, token: job.leaseToken)
         k.hold(sentinel.id, token: sentinel.leaseToken)
         // The worker's record committed (the job completed, its token cleared), not yet let go of.
@@ -71,14 +76,14 @@ final class LeaseKeeperTests: WorkerTestCase {
                       + "lease_expires_at = NULL WHERE id = $1::bigint", [.int64(job.id)])
         k.start()
         defer { k.stop() }
-        // The first heartbeat shortens the sentinel's lease from 30 s to 1.5 s: it ran and missed the job.
+        // The first heartbeat shortens the sentinel's lease from 30 s to 3 s: it ran and missed the job.
         wait(until: {
             ((try? conn.exec("SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM push_jobs WHERE id = $1::bigint",
                              [.int64(sentinel.id)]).double(0, 0)) ?? 30) < 5
         })
         XCTAssertFalse(k.isLost(job.id), "one miss is not a loss")
         k.release(job.id)
-        Thread.sleep(forTimeInterval: 1.2)   // two more heartbeats
+        Thread.sleep(forTimeInterval: 2.2)   // two more heartbeats
         XCTAssertFalse(k.isLost(job.id))
         XCTAssertFalse(k.isLost(sentinel.id))
     }
