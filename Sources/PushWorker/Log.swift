@@ -56,13 +56,12 @@ public final class Log: @unchecked Sendable {
         var out = [UInt8]()
         out.reserveCapacity(24)
         func digits(_ value: Int, _ width: Int) {
-            var v = value
-            var buffer = [UInt8](repeating: UInt8(ascii: "0"), count: width)
-            for i in stride(from: width - 1, through: 0, by: -1) {
-                buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
             }
-            out += buffer
         }
         digits(Int(parts.tm_year) + 1900, 4); out.append(UInt8(ascii: "-"))
         digits(Int(parts.tm_mon) + 1, 2); out.append(UInt8(ascii: "-"))

@@ -24,6 +24,21 @@ public final class Maintainer {
 
         public init() {}
 
+        /// The settings `fromEnvironment` reads, each a number of seconds (`keep` also for content).
+        public static let environmentKeys = ["PUSHFLEET_MAINTENANCE_INTERVAL", "PUSHFLEET_RETENTION_JOBS",
+                                             "PUSHFLEET_RETENTION_DELIVERIES", "PUSHFLEET_RETENTION_EVENTS",
+                                             "PUSHFLEET_RETENTION_DEVICES", "PUSHFLEET_RETENTION_CONTENT"]
+
+        /// The first of `environmentKeys` set in `env` to something other than a finite number of seconds
+        /// ≥ 0 (or `keep` for `PUSHFLEET_RETENTION_CONTENT`), or nil: `fromEnvironment` would ignore it.
+        public static func invalidSetting(in env: [String: String]) -> String? {
+            environmentKeys.first { key in
+                guard let text = env[key], !(key == "PUSHFLEET_RETENTION_CONTENT" && text == "keep") else { return false }
+                guard let s = Double(text), s.isFinite, s >= 0 else { return true }
+                return false
+            }
+        }
+
         /// Reads `PUSHFLEET_RETENTION_*` overrides (seconds; `PUSHFLEET_RETENTION_CONTENT=keep` keeps content).
         public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) -> Config {
             var c = Config()

@@ -314,8 +314,7 @@ public final class Worker: @unchecked Sendable {
     /// a claim of many started audiences would otherwise hold the worker (and the other apps' work
     /// behind it) for many chunks. A job given back is a batch job now, weighed by its devices by
     /// the next claim. Returns the jobs kept.
-    private func giveBackOverBudget(_ inputs: [GroupInput], store: QueueStore)
-        -> [GroupInput] {
+    private func giveBackOverBudget(_ inputs: [GroupInput], store: QueueStore) -> [GroupInput] {
         var kept: [GroupInput] = []
         var over: [ClaimedJob] = []
         var devices = 0
@@ -340,14 +339,12 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// The claim's jobs with those of at most `smallJobDevices` devices first, each part in claim order.
-    static func smallFirst(_ inputs: [GroupInput], smallJobDevices: Int)
-        -> [GroupInput] {
+    static func smallFirst(_ inputs: [GroupInput], smallJobDevices: Int) -> [GroupInput] {
         inputs.filter { $0.deviceIDs.count <= smallJobDevices } + inputs.filter { $0.deviceIDs.count > smallJobDevices }
     }
 
     /// Load, process and record one chunk of a claim (see `processGroup`).
-    private func processChunk(_ inputs: [GroupInput], store: QueueStore,
-                              started: Date) {
+    private func processChunk(_ inputs: [GroupInput], store: QueueStore, started: Date) {
         if inputs.count == 1 {
             processStarted(inputs[0].job, encrypted: inputs[0].encrypted, deviceIDs: inputs[0].deviceIDs,
                            store: store, started: started)

@@ -50,14 +50,9 @@ enum Commands {
         if let n = try args.int("batch-size", in: 1...10_000) { config.batchSize = n }
         if let s = try args.seconds("lease-seconds", in: 0.3...3_600) { config.leaseSeconds = s }
         if let s = try args.seconds("poll-interval", in: 0.01...3_600) { config.pollInterval = s }
-        // Retention settings (Maintainer.Config.fromEnvironment): a number of seconds, or `keep` for content.
-        for key in ["PUSHFLEET_MAINTENANCE_INTERVAL", "PUSHFLEET_RETENTION_JOBS", "PUSHFLEET_RETENTION_DELIVERIES",
-                    "PUSHFLEET_RETENTION_EVENTS", "PUSHFLEET_RETENTION_DEVICES", "PUSHFLEET_RETENTION_CONTENT"] {
-            guard let text = env[key], !(key == "PUSHFLEET_RETENTION_CONTENT" && text == "keep") else { continue }
-            guard let s = Double(text), s.isFinite, s >= 0 else {
-                throw CLIError.usage("\(key) must be a number of seconds (0 or more)"
-                                     + (key == "PUSHFLEET_RETENTION_CONTENT" ? " or keep" : "") + ", got \(text.prefix(40))")
-            }
+        if let key = Maintainer.Config.invalidSetting(in: env) {
+            throw CLIError.usage("\(key) must be a number of seconds (0 or more)"
+                                 + (key == "PUSHFLEET_RETENTION_CONTENT" ? " or keep" : "") + ", got \((env[key] ?? "").prefix(40))")
         }
         if let text = env["PUSHFLEET_DRAIN_SECONDS"] {
             guard let s = Double(text), s.isFinite, s >= 0, s <= 3_600 else {

@@ -213,15 +213,33 @@ def round_trips(logs):
     return values
 
 
-def latency_run(binary, app, prefix, users, count, rate, scheduled_share):
-    """Two idle workers; `count` single-user notifications enqueued one by one at `rate`/s."""
-    reset_queue()
-    env = dict(os.environ, PUSHFLEET_LOG_LEVEL="warn")
-    workers = [subprocess.Popen([binary, "worker"], env=env, stdout=subprocess.DEVNULL,
-                                stderr=open(f"{TMP}/latency-{i}.log", "w")) for i in range(2)]
+def idle_fleet(binary, label, level):
+    """Two `pushfleet worker` processes (logs in TMP/label-N.log), given 2 s to start, and one `psql`
+    session to feed enqueues through; returns (workers, log paths, feed)."""
+    env = dict(os.environ, PUSHFLEET_LOG_LEVEL=level)
+    logs = [f"{TMP}/{label}-{i}.log" for i in range(2)]
+    workers = [subprocess.Popen([binary, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=open(lf, "w"))
+               for lf in logs]
     time.sleep(2)
     feed = subprocess.Popen(["psql", URL, "-X", "-q", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return workers, logs, feed
+
+
+def stop_fleet(workers, feed):
+    """Closes the feed, then SIGTERMs the workers and waits for them."""
+    feed.stdin.close()
+    feed.wait(timeout=60)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.wait(timeout=60)
+
+
+def latency_run(binary, app, prefix, users, count, rate, scheduled_share):
+    """Two idle workers; `count` single-user notifications enqueued one by one at `rate`/s."""
+    reset_queue()
+    workers, _, feed = idle_fleet(binary, "latency", "warn")
     rng = secrets.SystemRandom()
     for i in range(count):
         u = rng.randrange(users)
@@ -230,15 +248,10 @@ def latency_run(binary, app, prefix, users, count, rate, scheduled_share):
                          f"NULL, NULL, NULL, NULL, NULL, NULL, {send_at}, NULL, NULL, NULL, NULL);\n")
         feed.stdin.flush()
         time.sleep(1.0 / rate)
-    feed.stdin.close()
-    feed.wait(timeout=60)
     deadline = time.time() + 60
     while time.time() < deadline and int(psql("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL")):
         time.sleep(0.5)
-    for w in workers:
-        w.terminate()
-    for w in workers:
-        w.wait(timeout=60)
+    stop_fleet(workers, feed)
     lat = [float(x) for x in psql(
         "SELECT extract(epoch FROM d.updated_at - n.accepted_at) FROM push_deliveries d "
         "JOIN push_notifications n ON n.id = d.notification_id WHERE n.send_at IS NULL AND d.status = 'sent'").split()]
@@ -258,13 +271,7 @@ def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_
     Also returns each worker's share of the broadcasts' deliveries, from its claim.record /
     batch.record lines (info level)."""
     reset_queue()
-    env = dict(os.environ, PUSHFLEET_LOG_LEVEL="info")
-    logs = [f"{TMP}/fairness-{i}.log" for i in range(2)]
-    workers = [subprocess.Popen([binary, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=open(lf, "w"))
-               for lf in logs]
-    time.sleep(2)
-    feed = subprocess.Popen(["psql", URL, "-X", "-q", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    workers, logs, feed = idle_fleet(binary, "fairness", "info")
     rng = secrets.SystemRandom()
     sent, behind, broadcast_s, broadcasts = 0, [], [], []
     for _ in range(rounds):
@@ -296,12 +303,7 @@ def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_
                     f"WHERE n.app_id = '{probe_app}' AND d.status = 'sent' AND n.accepted_at >= to_timestamp({t0}) "
                     f"GROUP BY n.id").split()
         behind += [float(lat) for lat, done in (r.split("|") for r in rows) if float(done) < bcast_end]
-    feed.stdin.close()
-    feed.wait(timeout=60)
-    for w in workers:
-        w.terminate()
-    for w in workers:
-        w.wait(timeout=60)
+    stop_fleet(workers, feed)
     ids = ",".join(f"'{b}'" for b in broadcasts)
     delivered = int(psql(f"SELECT count(*) FROM push_deliveries WHERE notification_id IN ({ids})"))
     probes_delivered = int(psql(f"SELECT count(DISTINCT n.id) FROM push_notifications n JOIN push_deliveries d "

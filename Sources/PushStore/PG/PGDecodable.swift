@@ -99,19 +99,10 @@ extension Array: PGDecodable where Element == UInt8 {
         out.reserveCapacity((text.count - 2) / 2)
         var i = 2
         while i < text.count {
-            guard let hi = Self.nibble(text[i]), let lo = Self.nibble(text[i + 1]) else { return nil }
+            guard let hi = PGHex.nibble(text[i]), let lo = PGHex.nibble(text[i + 1]) else { return nil }
             out.append(hi << 4 | lo)
             i += 2
         }
         self = out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: return c - 48
-        case 97...102: return c - 87
-        case 65...70: return c - 55
-        default: return nil
-        }
     }
 }

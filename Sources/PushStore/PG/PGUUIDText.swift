@@ -7,8 +7,6 @@ import Foundation
 /// hyphens at 8, 13, 18 and 23, hex digits of either case elsewhere), which is what PostgreSQL
 /// prints. Foundation's parser also skips leading blanks; this one refuses them.
 enum PGUUIDText {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// Lower-case canonical text, e.g. `9f2c…-…`.
     static func format(_ u: UUID) -> String {
         let b = u.uuid
@@ -17,8 +15,8 @@ enum PGUUIDText {
         out.reserveCapacity(36)
         for (i, byte) in bytes.enumerated() {
             if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
+            out.append(PGHex.digits[Int(byte >> 4)])
+            out.append(PGHex.digits[Int(byte & 15)])
         }
         return String(decoding: out, as: UTF8.self)
     }
@@ -61,7 +59,7 @@ enum PGUUIDText {
                     i += 1
                     continue
                 }
-                guard let hi = nibble(bytes[i]), let lo = nibble(bytes[i + 1]) else { return false }
+                guard let hi = PGHex.nibble(bytes[i]), let lo = PGHex.nibble(bytes[i + 1]) else { return false }
                 out[n] = hi << 4 | lo
                 n += 1
                 i += 2
@@ -69,14 +67,5 @@ enum PGUUIDText {
             return true
         }
         return ok ? UUID(uuid: raw) : nil
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

@@ -94,8 +94,6 @@ public enum PGValue: Sendable, Equatable {
         return "\(d)"
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     /// `\x` followed by two lower-case hex digits per byte (bytea hex format).
     static func hex(_ bytes: [UInt8]) -> String {
         var out = [UInt8]()
@@ -103,8 +101,8 @@ public enum PGValue: Sendable, Equatable {
         out.append(UInt8(ascii: "\\"))
         out.append(UInt8(ascii: "x"))
         for b in bytes {
-            out.append(hexDigits[Int(b >> 4)])
-            out.append(hexDigits[Int(b & 15)])
+            out.append(PGHex.digits[Int(b >> 4)])
+            out.append(PGHex.digits[Int(b & 15)])
         }
         return String(decoding: out, as: UTF8.self)
     }
@@ -118,7 +116,6 @@ public enum PGValue: Sendable, Equatable {
     /// `"\\x` + hex digits + `"` (the backslash of bytea's hex form escaped inside the quotes), NULL
     /// bare. The batch record sends every payload of a chunk this way.
     static func byteaArrayLiteral(_ elements: [[UInt8]?]) -> String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(elements.reduce(2) { $0 + ($1.map { $0.count * 2 + 6 } ?? 4) + 1 })
         out.append(UInt8(ascii: "{"))
@@ -127,8 +124,8 @@ public enum PGValue: Sendable, Equatable {
             guard let element else { out.append(contentsOf: "NULL".utf8); continue }
             out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\\"), UInt8(ascii: "x")])
             for b in element {
-                out.append(digits[Int(b >> 4)])
-                out.append(digits[Int(b & 15)])
+                out.append(PGHex.digits[Int(b >> 4)])
+                out.append(PGHex.digits[Int(b & 15)])
             }
             out.append(UInt8(ascii: "\""))
         }
