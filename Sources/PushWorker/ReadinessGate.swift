@@ -7,7 +7,7 @@ import PushStore
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
     /// The schema version this build needs: sql/0003_registry is the newest migration it uses.
-    public static let requiredSchemaVersion = 4
+    public static let requiredSchemaVersion = 5
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
