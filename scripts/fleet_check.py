@@ -53,6 +53,9 @@ def main():
     check("ledger check exits 1 and lists a deliberately broken row", a.broken_status == "1"
           and "REFUND_WITHOUT_CHARGE" in broken, f"exit {a.broken_status}")
     check("SIGTERMed worker exited 0 (graceful drain)", a.sigterm_status == "0", f"exit {a.sigterm_status}")
+    if a.sigterm_status != "0":
+        lines = open(os.path.join(a.work, "worker3.log"), errors="replace").read().splitlines()
+        print("  worker3's last lines:\n    " + "\n    ".join(lines[-15:]))
     held = open(os.path.join(a.work, "sigterm_running")).read().strip()
     check("the SIGTERMed worker left no job running (released or recorded)", held == "0", f"{held} running")
     if held != "0":
