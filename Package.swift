@@ -19,6 +19,8 @@ let testTargets: [Target] = [
     .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
                 dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushAPITests",
+                dependencies: ["PushAPI", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
 ]
 
 let package = Package(
@@ -41,7 +43,9 @@ let package = Package(
         .target(name: "PushStore", dependencies: ["CLibpq", "PushCore"]),
         .target(name: "PushProviders", dependencies: ["CCurl", "CPushShims", "PushCrypto", "PushCore"]),
         .target(name: "PushWorker", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "CPushShims", "CMicroHTTPD"]),
-        .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker"]),
+        // The HTTP API (issue 14): routing, JSON decoding, auth, limits, encoding on libmicrohttpd.
+        .target(name: "PushAPI", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushWorker", "CPushShims", "CMicroHTTPD"]),
+        .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker", "PushAPI"]),
 
         // MARK: - Tests (see `testTargets` below)
         /// Test-only helpers shared by the test targets (test targets cannot share files): `RepoPaths`,

@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 
 /// A push app as stored (R-APP-1).
 public struct PushApp: Sendable, Codable, Equatable {
@@ -18,17 +19,22 @@ public final class AppStore {
         self.connection = connection
     }
 
-    /// Creates an app; nil arguments take the defaults of R-APP-1.
+    /// Creates an app; nil arguments take the defaults of R-APP-1. `accountID` owns it (R-API-1);
+    /// nil: the default account (sql/0008). - Throws: `PushError` `NOT_FOUND` for an unknown account.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
-                          placeholderBody: String? = nil) throws -> PushApp {
-        try Self.decode(connection.exec(RegistryQueries.appCreate, [
+                          placeholderBody: String? = nil, accountID: UUID? = nil) throws -> PushApp {
+        let r = try connection.exec(RegistryQueries.appCreate, [
             .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-            placeholderBody.map(PGValue.text),
-        ]))
+            placeholderBody.map(PGValue.text), accountID.map(PGValue.uuid),
+        ])
+        guard r.rowCount == 1 else { throw PushError(.notFound, "no such account") }
+        return try Self.decode(r)
     }
 
     /// Updates the given fields; nil leaves a field unchanged. Takes effect for notifications
-    /// already queued too (R-APP-2: the policy is read at send time). Returns nil for an unknown app.
+    /// already queued too (R-APP-2: the policy is read at send time). Turning `require_encryption`
+    /// off records a `push_app.encryption_disabled` event (live mode) in the same statement.
+    /// Returns nil for an unknown app.
     public func appUpdate(id: UUID, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, name: String? = nil) throws -> PushApp? {
         let r = try connection.exec(RegistryQueries.appUpdate, [

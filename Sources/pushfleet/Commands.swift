@@ -114,9 +114,15 @@ enum Commands {
         let app: PushApp?
         switch sub {
         case "create":
+            let account = try args.value("account").map { text -> UUID in
+                guard let id = PrefixedID.parseLenient(text, as: .account) else {
+                    throw CLIError.usage("--account must be an account id (pacc_... or a UUID)")
+                }
+                return id
+            }
             app = try store.appCreate(name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
                                       placeholderTitle: args.value("placeholder-title"),
-                                      placeholderBody: args.value("placeholder-body"))
+                                      placeholderBody: args.value("placeholder-body"), accountID: account)
         case "update":
             let id = try appID(args, position: 2)
             app = try store.appUpdate(id: id, requireEncryption: try args.bool("require-encryption"),

@@ -1,19 +1,37 @@
 /// SQL of apps, devices and notifications (the API side), in one place. Parameterized; casts are
 /// explicit so function resolution never depends on parameter type inference.
 enum RegistryQueries {
+    /// `$5` the owning account (R-API-1); NULL: the default account of sql/0008. No row when the
+    /// account does not exist.
     static let appCreate = """
-    INSERT INTO push_apps (name, require_encryption, placeholder_title, placeholder_body)
-    VALUES ($1::text, coalesce($2::boolean, false), coalesce($3::text, 'New notification'), coalesce($4::text, ''))
+    INSERT INTO push_apps (name, require_encryption, placeholder_title, placeholder_body, account_id)
+    SELECT $1::text, coalesce($2::boolean, false), coalesce($3::text, 'New notification'), coalesce($4::text, ''), c.id
+      FROM push_accounts c WHERE c.id = coalesce($5::uuid, push_default_account())
     RETURNING id, name, require_encryption, placeholder_title, placeholder_body, deleted_at IS NOT NULL AS deleted
     """
 
+    /// One statement: the row is locked, updated, and turning `require_encryption` off records a
+    /// `push_app.encryption_disabled` event for the live mode in the same transaction (R-PRV-4;
+    /// the seeds make the dashboard ask for confirmation, an API can only make it visible).
     static let appUpdate = """
-    UPDATE push_apps SET require_encryption = coalesce($2::boolean, require_encryption),
-                         placeholder_title = coalesce($3::text, placeholder_title),
-                         placeholder_body = coalesce($4::text, placeholder_body),
-                         name = coalesce($5::text, name), updated_at = now()
-     WHERE id = $1::uuid AND deleted_at IS NULL
-    RETURNING id, name, require_encryption, placeholder_title, placeholder_body, deleted_at IS NOT NULL AS deleted
+    WITH before AS (
+        SELECT id, require_encryption FROM push_apps WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE
+    ), updated AS (
+        UPDATE push_apps a SET require_encryption = coalesce($2::boolean, a.require_encryption),
+                               placeholder_title = coalesce($3::text, a.placeholder_title),
+                               placeholder_body = coalesce($4::text, a.placeholder_body),
+                               name = coalesce($5::text, a.name), updated_at = now()
+          FROM before
+         WHERE a.id = before.id
+        RETURNING a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
+                  a.deleted_at IS NOT NULL AS deleted, before.require_encryption AS was_required
+    ), disabled AS (
+        INSERT INTO push_events (app_id, type, payload)
+        SELECT u.id, 'push_app.encryption_disabled',
+               jsonb_build_object('app_id', u.id, 'mode', 'live', 'require_encryption', false)
+          FROM updated u WHERE u.was_required AND NOT u.require_encryption
+    )
+    SELECT id, name, require_encryption, placeholder_title, placeholder_body, deleted FROM updated
     """
 
     static let appDelete = "UPDATE push_apps SET deleted_at = now() WHERE id = $1::uuid AND deleted_at IS NULL"

@@ -1,0 +1,189 @@
+import Foundation
+import PushCore
+import PushStore
+
+/// Each route's work, for one authenticated and permitted request, on one session: parse ids
+/// (a malformed id is 404, R-API-4), check ownership (another account's object is 404, R-API-1),
+/// call the acceptance path for writes, and read back what the answer shows.
+struct APIRoutes {
+    let connection: PGConnection
+    let principal: APIPrincipal
+    let request: HTTPRequest
+
+    var reads: APIReadStore { APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode) }
+    var acceptance: AcceptanceBridge { AcceptanceBridge(connection: connection, mode: principal.mode) }
+
+    func run(_ route: APIRoute, id: String?, body: RouteBody) throws -> HTTPResponse {
+        switch (route, body) {
+        case (.registerDevice, .device(let b)): return try registerDevice(b)
+        case (.listDevices, _): return try listDevices()
+        case (.getDevice, _): return ok(ResponseBodies.device(try visibleDevice(id)))
+        case (.deleteDevice, _): return try deleteDevice(id)
+        case (.createApp, .app(let b)): return try createApp(b)
+        case (.listApps, _): return try listApps()
+        case (.getApp, _): return ok(ResponseBodies.app(try visibleApp(id)))
+        case (.updateApp, .app(let b)): return try updateApp(id, b)
+        case (.sendNotification, .notification(let b)): return try send(b)
+        case (.listNotifications, _): return try listNotifications()
+        case (.getNotification, _): return ok(ResponseBodies.notification(try visibleNotification(id)))
+        case (.cancelNotification, _): return try cancel(id)
+        default: throw APIError.internalError()
+        }
+    }
+
+    // MARK: - Devices
+
+    func registerDevice(_ b: DeviceBody) throws -> HTTPResponse {
+        let app = try ownedApp(b.appID, field: "app_id")
+        let result = try acceptance.register(appID: app, b)
+        guard let device = try reads.device(id: result.deviceID) else { throw APIError.internalError() }
+        return ok(ResponseBodies.device(device))
+    }
+
+    func listDevices() throws -> HTTPResponse {
+        let q = try ListQuery.parse(request.query, filters: ["app_id", "user_id", "active"])
+        let app = try q.filters["app_id"].map { try ownedApp($0, field: "app_id") }
+        var active: Bool?
+        if let text = q.filters["active"] {
+            guard text == "true" || text == "false" else { throw APIError.validation("active must be true or false", field: "active") }
+            active = text == "true"
+        }
+        let after = try q.startingAfter.map { text -> UUID in
+            guard let id = PrefixedID.parse(text, as: .device), try reads.device(id: id) != nil else {
+                throw APIError.notFound("no such device for starting_after", field: "starting_after")
+            }
+            return id
+        }
+        let page = try reads.devices(appID: app, userID: q.filters["user_id"], active: active, after: after, limit: q.limit)
+        return ok(ResponseBodies.list(page, ResponseBodies.device))
+    }
+
+    func deleteDevice(_ id: String?) throws -> HTTPResponse {
+        let device = try visibleDevice(id)
+        _ = try acceptance.deleteDevice(appID: device.appID, deviceID: device.id)
+        guard let after = try reads.device(id: device.id) else { throw APIError.notFound("no such device") }
+        return ok(ResponseBodies.device(after))
+    }
+
+    // MARK: - Apps
+
+    func createApp(_ b: AppBody) throws -> HTTPResponse {
+        let app = try acceptance.createApp(accountID: principal.accountID, b)
+        guard let shown = try reads.app(id: app.id) else { throw APIError.internalError() }
+        return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(shown)))
+    }
+
+    func listApps() throws -> HTTPResponse {
+        let q = try ListQuery.parse(request.query, filters: [])
+        let after = try q.startingAfter.map { text -> UUID in
+            guard let id = PrefixedID.parse(text, as: .app), try reads.app(id: id) != nil else {
+                throw APIError.notFound("no such push app for starting_after", field: "starting_after")
+            }
+            return id
+        }
+        return ok(ResponseBodies.list(try reads.apps(after: after, limit: q.limit), ResponseBodies.app))
+    }
+
+    /// `require_encryption` governs live traffic: changing it needs a live key (R-API-2).
+    func updateApp(_ id: String?, _ b: AppBody) throws -> HTTPResponse {
+        let current = try visibleApp(id)
+        if let wanted = b.requireEncryption, wanted != current.requireEncryption, principal.mode != .live {
+            throw APIError.forbidden("changing require_encryption needs a live key (it governs live traffic)",
+                                     field: "require_encryption")
+        }
+        guard try acceptance.updateApp(id: current.id, b) != nil, let shown = try reads.app(id: current.id) else {
+            throw APIError.notFound("no such push app")
+        }
+        return ok(ResponseBodies.app(shown))
+    }
+
+    // MARK: - Notifications
+
+    /// 201 for a new notification; 200 with `Idempotent-Replayed: true` for a replay of the same
+    /// `Idempotency-Key` (R-SEND-1, R-API-5).
+    func send(_ b: NotificationBody) throws -> HTTPResponse {
+        let app = try ownedApp(b.appID, field: "app_id")
+        let devices = try b.deviceIDs.map { list in
+            try list.map { text -> UUID in
+                guard let id = PrefixedID.parse(text, as: .device) else {
+                    throw APIError.validation("device_ids: each must be a device id (pdev_...)", field: "device_ids")
+                }
+                return id
+            }
+        }
+        let key = request.header("idempotency-key")
+        if let key, key.isEmpty || key.unicodeScalars.count > 255 {
+            throw APIError.validation("Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
+        }
+        let (id, created) = try acceptance.send(appID: app, b, deviceIDs: devices, idempotencyKey: key)
+        guard let shown = try reads.notification(id: id) else { throw APIError.internalError() }
+        return HTTPResponse(status: created ? 201 : 200, headers: json + (created ? [] : [("Idempotent-Replayed", "true")]),
+                            body: JSONWriter.bytes(ResponseBodies.notification(shown)))
+    }
+
+    static let statuses: Set<String> = ["pending", "sending", "sent", "sms_fallback", "failed", "cancelled"]
+
+    func listNotifications() throws -> HTTPResponse {
+        let q = try ListQuery.parse(request.query, filters: ["app_id", "status"])
+        let app = try q.filters["app_id"].map { try ownedApp($0, field: "app_id") }
+        if let s = q.filters["status"], !Self.statuses.contains(s) {
+            throw APIError.validation("status must be one of \(Self.statuses.sorted().joined(separator: ", "))", field: "status")
+        }
+        let after = try q.startingAfter.map { text -> UUID in
+            guard let id = PrefixedID.parse(text, as: .notification), try reads.notificationApp(id: id) != nil else {
+                throw APIError.notFound("no such notification for starting_after", field: "starting_after")
+            }
+            return id
+        }
+        let page = try reads.notifications(appID: app, status: q.filters["status"], after: after, limit: q.limit)
+        return ok(ResponseBodies.list(page, ResponseBodies.notification))
+    }
+
+    /// 409 `NOT_CANCELLABLE` once its send time has come or it is final.
+    func cancel(_ id: String?) throws -> HTTPResponse {
+        guard let text = id, let nid = PrefixedID.parse(text, as: .notification), try reads.notificationApp(id: nid) != nil else {
+            throw APIError.notFound("no such notification")
+        }
+        guard try acceptance.cancel(id: nid) else {
+            throw APIError(status: 409, code: "NOT_CANCELLABLE", message: "its send time has come or it is final")
+        }
+        return ok(ResponseBodies.notification(try visibleNotification(text)))
+    }
+
+    // MARK: - Helpers
+
+    var json: [(String, String)] { [("Content-Type", "application/json")] }
+
+    func ok(_ value: JSONValue) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: json, body: JSONWriter.bytes(value))
+    }
+
+    /// The app id of `text` when it is the key's account's (checked in the key's round trip).
+    func ownedApp(_ text: String, field: String) throws -> UUID {
+        guard let id = PrefixedID.parse(text, as: .app), principal.appOwned == true else {
+            throw APIError.notFound("no such push app", field: field)
+        }
+        return id
+    }
+
+    func visibleDevice(_ text: String?) throws -> APIDevice {
+        guard let text, let id = PrefixedID.parse(text, as: .device), let d = try reads.device(id: id) else {
+            throw APIError.notFound("no such device")
+        }
+        return d
+    }
+
+    func visibleApp(_ text: String?) throws -> APIApp {
+        guard let text, let id = PrefixedID.parse(text, as: .app), let a = try reads.app(id: id) else {
+            throw APIError.notFound("no such push app")
+        }
+        return a
+    }
+
+    func visibleNotification(_ text: String?) throws -> APINotification {
+        guard let text, let id = PrefixedID.parse(text, as: .notification), let n = try reads.notification(id: id) else {
+            throw APIError.notFound("no such notification")
+        }
+        return n
+    }
+}

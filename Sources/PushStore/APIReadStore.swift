@@ -1,0 +1,153 @@
+import Foundation
+import PushCore
+
+/// A device as the API shows it (seed 002): never its key or token, only `encryption_key_id`.
+public struct APIDevice: Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var platform: String
+    public var userID: String
+    public var apnsEnvironment: String?
+    public var active: Bool
+    public var encryptionKeyID: String?
+    public var createdAt: Date
+    public var lastRegisteredAt: Date
+}
+
+/// A push app as the API shows it (R-APP-1).
+public struct APIApp: Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var requireEncryption: Bool
+    public var placeholderTitle: String
+    public var placeholderBody: String
+    public var createdAt: Date
+}
+
+/// One delivery of a notification, as the API shows it (R-SEND-8).
+public struct APIDelivery: Sendable, Equatable {
+    public var deviceID: UUID
+    public var status: String
+    public var encrypted: Bool
+    public var errorCode: String?
+    public var attempts: Int
+}
+
+/// A notification as the API shows it: `encrypted` is nil until its send time (R-SEND-2);
+/// `deliveries` is nil in lists.
+public struct APINotification: Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var status: String
+    public var encrypted: Bool?
+    public var deviceCount: Int
+    public var errorCode: String?
+    public var sendAt: Date?
+    public var acceptedAt: Date
+    public var finishedAt: Date?
+    public var deliveries: [APIDelivery]?
+}
+
+/// One page of a list: at most the limit asked for, and whether more follow.
+public struct APIPage<Item: Sendable>: Sendable {
+    public var items: [Item]
+    public var hasMore: Bool
+}
+
+/// The API's reads, scoped to one account and mode (R-API-1, R-MODE-1): another account's or the
+/// other mode's object answers nil exactly like a missing one. SQL in `APIQueries`; the hot
+/// statements are prepared once per pooled session.
+public final class APIReadStore {
+    /// The session every call runs on.
+    public let connection: PGConnection
+    /// The key's account.
+    public let accountID: UUID
+    /// The key's mode.
+    public let mode: Mode
+
+    /// Reads for `accountID` in `mode` on `connection`.
+    public init(connection: PGConnection, accountID: UUID, mode: Mode) {
+        self.connection = connection
+        self.accountID = accountID
+        self.mode = mode
+    }
+
+    public func device(id: UUID) throws -> APIDevice? {
+        let r = try connection.execPrepared(name: "pushfleet_api_device_get", sql: APIQueries.deviceGet,
+                                            params: [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
+        return r.rowCount == 0 ? nil : try Self.device(r, 0)
+    }
+
+    /// Devices newest first; `after` is the last device of the previous page (it must be visible:
+    /// check with `device(id:)` first). Fetches `limit + 1` rows to tell `hasMore`.
+    public func devices(appID: UUID?, userID: String?, active: Bool?, after: UUID?, limit: Int) throws -> APIPage<APIDevice> {
+        let r = try connection.exec(APIQueries.deviceList, [
+            .uuid(accountID), appID.map(PGValue.uuid), .text(mode.rawValue), userID.map(PGValue.text),
+            active.map(PGValue.bool), after.map(PGValue.uuid), .int(limit + 1),
+        ])
+        let all = try r.rows.map { try Self.device(r, $0) }
+        return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
+    }
+
+    public func app(id: UUID) throws -> APIApp? {
+        let r = try connection.exec(APIQueries.appGet, [.uuid(id), .uuid(accountID)])
+        return r.rowCount == 0 ? nil : try Self.app(r, 0)
+    }
+
+    public func apps(after: UUID?, limit: Int) throws -> APIPage<APIApp> {
+        let r = try connection.exec(APIQueries.appList, [.uuid(accountID), after.map(PGValue.uuid), .int(limit + 1)])
+        let all = try r.rows.map { try Self.app(r, $0) }
+        return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
+    }
+
+    /// The notification with its deliveries, in one round trip.
+    public func notification(id: UUID) throws -> APINotification? {
+        let r = try connection.execPrepared(name: "pushfleet_api_notification_get", sql: APIQueries.notificationGet,
+                                            params: [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
+        guard r.rowCount > 0 else { return nil }
+        var n = try Self.notification(r, 0)
+        n.deliveries = try r.rows.compactMap { i -> APIDelivery? in
+            guard let device: UUID = try r.decode(i, "device_id") else { return nil }
+            return APIDelivery(deviceID: device, status: try r.string(i, "delivery_status"),
+                               encrypted: try r.bool(i, "delivery_encrypted"),
+                               errorCode: try r.decode(i, "delivery_error_code"), attempts: try r.int(i, "attempts"))
+        }
+        return n
+    }
+
+    /// Whether the notification is visible here; its app id when it is.
+    public func notificationApp(id: UUID) throws -> UUID? {
+        let r = try connection.exec(APIQueries.notificationVisible, [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
+        return r.rowCount == 0 ? nil : try r.uuid(0, "app_id")
+    }
+
+    public func notifications(appID: UUID?, status: String?, after: UUID?, limit: Int) throws -> APIPage<APINotification> {
+        let r = try connection.exec(APIQueries.notificationList, [
+            .uuid(accountID), appID.map(PGValue.uuid), .text(mode.rawValue), status.map(PGValue.text),
+            after.map(PGValue.uuid), .int(limit + 1),
+        ])
+        let all = try r.rows.map { try Self.notification(r, $0) }
+        return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
+    }
+
+    private static func device(_ r: PGResult, _ i: Int) throws -> APIDevice {
+        APIDevice(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), platform: try r.string(i, "platform"),
+                  userID: try r.string(i, "user_id"), apnsEnvironment: try r.decode(i, "apns_environment"),
+                  active: try r.bool(i, "active"), encryptionKeyID: try r.decode(i, "kid"),
+                  createdAt: try r.date(i, "created_at"), lastRegisteredAt: try r.date(i, "last_registered_at"))
+    }
+
+    private static func app(_ r: PGResult, _ i: Int) throws -> APIApp {
+        APIApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"), requireEncryption: try r.bool(i, "require_encryption"),
+               placeholderTitle: try r.string(i, "placeholder_title"), placeholderBody: try r.string(i, "placeholder_body"),
+               createdAt: try r.date(i, "created_at"))
+    }
+
+    private static func notification(_ r: PGResult, _ i: Int) throws -> APINotification {
+        APINotification(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), status: try r.string(i, "status"),
+                        encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
+                        errorCode: try r.decode(i, "error_code"), sendAt: try r.decode(i, "send_at"),
+                        acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
+                        deliveries: nil)
+    }
+}
