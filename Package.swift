@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "PushStore", dependencies: ["CLibpq", "PushCore"]),
         .target(name: "PushProviders", dependencies: ["CCurl", "CPushShims", "PushCrypto", "PushCore"]),
         .target(name: "PushWorker", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "CPushShims", "CMicroHTTPD"]),
-        // The HTTP API (issue 14): routing, JSON decoding, auth, limits, encoding on libmicrohttpd.
+        // The HTTP API (issue 14): routing, JSON decoding, auth, limits and encoding, on libmicrohttpd.
         .target(name: "PushAPI", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushWorker", "CPushShims", "CMicroHTTPD"]),
         .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker", "PushAPI"]),
 
