@@ -65,7 +65,8 @@ public enum AnswerOutcome: Sendable, Hashable {
 /// Classifies a raw `ProviderAnswer` (table-driven; every row is tested).
 ///
 /// Transport `timeout`, `connectionError`, `notSent` are transient for every provider, except a Web
-/// Push `notSent` with reason `ENDPOINT_FORBIDDEN` (fails `INVALID_SUBSCRIPTION`). For a
+/// Push `notSent` with reason `ENDPOINT_FORBIDDEN` (fails `INVALID_SUBSCRIPTION`) and an FCM `notSent`
+/// whose OAuth refusal names the set's key or account (`credentialsInvalid`). For a
 /// response: 2xx → `sent`; then the reason is looked up in the provider's table below; an unknown
 /// reason falls back on the status (429 → deferral, 5xx → transient, 413 → payloadTooLarge), and
 /// anything else → `failed(PROVIDER_ERROR)` keeping the raw reason.
@@ -110,6 +111,28 @@ public enum ProviderAnswerTable {
     /// otherwise internal address. Final: `INVALID_SUBSCRIPTION`, never retried.
     public static let webPushEndpointForbidden = "ENDPOINT_FORBIDDEN"
 
+    /// Prefix of the `reason` of a `.notSent` FCM answer whose access token the OAuth token endpoint
+    /// refused: `oauth:` + the RFC 6749 §5.2 `error` (4xx answers only), with the `error_description`
+    /// in `rawDetail`. See `fcmOAuthRefusesCredentials`.
+    public static let fcmOAuthReasonPrefix = "oauth:"
+
+    /// True when the token endpoint's refusal means the set's service account or key is not usable
+    /// (R-PRV-3, issue 11: a key that is not the account's): `invalid_client`, `unauthorized_client`,
+    /// or `invalid_grant` naming the signature or the account (Google: "Invalid JWT Signature.",
+    /// "account not found"). Other refusals (an `iat`/`exp` out of step with Google's clock, an unknown
+    /// grant type) are not the set's fault: transient, as when the endpoint cannot be reached.
+    public static func fcmOAuthRefusesCredentials(error: String, description: String) -> Bool {
+        switch error {
+        case "invalid_client", "unauthorized_client":
+            return true
+        case "invalid_grant":
+            let text = description.lowercased()
+            return text.contains("signature") || text.contains("account")
+        default:
+            return false
+        }
+    }
+
     /// Web Push reasons by status (RFC 8030 §8; Apple's `BadJwtToken`).
     static let webpush: [String: Row] = ["BadJwtToken": .credentials]
 
@@ -122,6 +145,12 @@ public enum ProviderAnswerTable {
             // Refused by our own send-time guard, not by the network: retrying cannot help.
             return .failed(PushError(.invalidSubscription,
                                      "web push endpoint refused before sending: \(answer.rawDetail ?? "not a public address")"))
+        }
+        if provider == .fcm, answer.transport == .notSent, let reason = answer.reason, reason.hasPrefix(fcmOAuthReasonPrefix),
+           fcmOAuthRefusesCredentials(error: String(reason.dropFirst(fcmOAuthReasonPrefix.count)),
+                                      description: answer.rawDetail ?? "") {
+            // The access token was refused for this set's own key: no push can go out with it.
+            return .credentialsInvalid(reason: reason)
         }
         guard answer.transport == .response, let status = answer.httpStatus else { return .transient }
         if (200...299).contains(status) { return .sent(messageId: answer.messageId) }

@@ -159,6 +159,29 @@ final class ProviderAnswerTableTests: XCTestCase {
                                                     credentialsVerified: true), .transient)
     }
 
+    /// Issue 11 / R-PRV-3: an FCM access token refused for the set's own key ends the set; a refusal
+    /// for another cause (clock, grant type) or an unreachable endpoint stays transient.
+    func testFCMOAuthRefusalOfTheKeyIsACredentialsProblem() {
+        func oauth(_ error: String?, _ detail: String, provider: ProviderKind = .fcm) -> AnswerOutcome {
+            let a = ProviderAnswer(transport: .notSent, reason: error.map { ProviderAnswerTable.fcmOAuthReasonPrefix + $0 },
+                                   rawDetail: "oauth: fcm.oauth_failed: token endpoint 400: \(detail)")
+            return ProviderAnswerTable.classify(a, provider: provider, credentialsVerified: true)
+        }
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid JWT Signature."),
+                       .credentialsInvalid(reason: "oauth:invalid_grant"))
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid grant: account not found"),
+                       .credentialsInvalid(reason: "oauth:invalid_grant"))
+        XCTAssertEqual(oauth("invalid_client", "invalid_client The OAuth client was not found."),
+                       .credentialsInvalid(reason: "oauth:invalid_client"))
+        XCTAssertEqual(oauth("unauthorized_client", "unauthorized_client"), .credentialsInvalid(reason: "oauth:unauthorized_client"))
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values"),
+                       .transient, "a clock out of step is not the set's fault")
+        XCTAssertEqual(oauth("unsupported_grant_type", "unsupported_grant_type"), .transient)
+        XCTAssertEqual(oauth(nil, "token endpoint unreachable"), .transient)
+        XCTAssertEqual(oauth("invalid_grant", "Invalid JWT Signature.", provider: .apns), .transient, "FCM only")
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid JWT Signature.").ending, .failed(.credentialsInvalid))
+    }
+
     func testSuccessKeepsMessageId() {
         XCTAssertEqual(ProviderAnswerTable.classify(ProviderAnswer(transport: .response, httpStatus: 200, messageId: "apns-id-1"),
                                                     provider: .apns, credentialsVerified: true), .sent(messageId: "apns-id-1"))

@@ -81,4 +81,18 @@ final class JWTTests: XCTestCase {
             XCTAssertEqual((error as? JWTError)?.code, "jwt.wrong_key_type")
         }
     }
+
+    /// Issue 11: provider token caches are keyed by this value. Expected values from
+    /// `openssl pkey -pubout -outform DER | openssl dgst -sha256 -binary`, base64url.
+    func testPublicKeyFingerprintIsSHA256OfTheSubjectPublicKeyInfo() throws {
+        let es = try JWTSigner.es256(privateKeyPEM: JWTTestKeys.es256PEM, keyId: "K")
+        XCTAssertEqual(es.publicKeyFingerprint, "ocddLE0CnZgKZkh30ai5lxV3TDEXjYq2AU-_hqj7lf4")
+        XCTAssertEqual(try JWTSigner.es256(privateKeyPEM: JWTTestKeys.es256PEM, keyId: "OTHER").publicKeyFingerprint,
+                       es.publicKeyFingerprint, "the key id is not part of the key")
+        XCTAssertEqual(try JWTSigner.rs256(privateKeyPEM: JWTTestKeys.rsaPEM).publicKeyFingerprint,
+                       "oqoI7DFUJNNWZ-uI3ek3bC23wviwA7ecWu_N4zJfvfI")
+        let other = try JWTSigner.es256(privateKeyPEM: try VAPIDKeys.generate().privateKeyPEM(), keyId: "K")
+        XCTAssertNotEqual(other.publicKeyFingerprint, es.publicKeyFingerprint)
+        XCTAssertEqual(other.publicKeyFingerprint.count, 43)
+    }
 }

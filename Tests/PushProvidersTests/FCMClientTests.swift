@@ -18,15 +18,16 @@ final class FCMClientTests: XCTestCase {
     }
 
     private func client(_ fake: FakeProviderServer, email: String = email, timeoutMillis: Int = 10_000,
-                        clock: ProviderClock = SystemProviderClock()) throws -> FCMClient {
+                        clock: ProviderClock = SystemProviderClock(), keyFile: String = "sa_key.pem",
+                        tokenCache: ProviderTokenCache = InMemoryProviderTokenCache()) throws -> FCMClient {
         let account = FCMServiceAccount(projectId: Self.project, clientEmail: email,
-                                        privateKeyPEM: try FakeMaterial.text("sa_key.pem"), privateKeyId: "kid-1",
+                                        privateKeyPEM: try FakeMaterial.text(keyFile), privateKeyId: "kid-1",
                                         tokenURI: fake.baseURL + "/token")
         var config = FCMClient.Configuration()
         config.baseURL = fake.baseURL
         config.requestTimeoutMillis = timeoutMillis
         config.http = HTTP2Client.Configuration(caFile: try FakeMaterial.file("ca.pem"))
-        return try FCMClient.make(account: account, configuration: config, clock: clock)
+        return try FCMClient.make(account: account, configuration: config, tokenCache: tokenCache, clock: clock)
     }
 
     private func push(_ token: String, data: String = #"{"hk":"{\"v\":2}"}"#) -> ProviderRequest {
@@ -110,6 +111,32 @@ final class FCMClientTests: XCTestCase {
         XCTAssertTrue(answers[0].rawDetail?.hasPrefix("oauth:") ?? false, answers[0].rawDetail ?? "nil")
         XCTAssertTrue(answers[0].rawDetail?.contains("invalid_grant") ?? false)
         XCTAssertEqual(fake.log("push").count, 0)
+    }
+
+    /// Issue 11: two service accounts with the same `client_email` and different keys, one shared
+    /// cache, both orders: the wrong key never gets the right one's access token (its assertion is
+    /// refused: `oauth:invalid_grant`, a credentials problem), the right one is unaffected.
+    func testSameClientEmailWithAnotherKeyNeverSharesTheAccessToken() throws {
+        for rightFirst in [true, false] {
+            let fake = try startFake()
+            let cache = InMemoryProviderTokenCache()
+            let right = try client(fake, tokenCache: cache)
+            let wrong = try client(fake, keyFile: "sa_other_key.pem", tokenCache: cache)
+            XCTAssertNotEqual(right.tokenCacheKey, wrong.tokenCacheKey)
+            XCTAssertTrue(right.tokenCacheKey.hasPrefix("fcm:\(Self.email):"), right.tokenCacheKey)
+            var answers: [String: ProviderAnswer] = [:]
+            for (name, c) in rightFirst ? [("right", right), ("wrong", wrong)] : [("wrong", wrong), ("right", right)] {
+                answers[name] = try XCTUnwrap(c.send([push("\(name)-\(rightFirst)")]).first)
+            }
+            XCTAssertEqual(answers["right"]?.httpStatus, 200, "right first: \(rightFirst)")
+            let refused = try XCTUnwrap(answers["wrong"])
+            XCTAssertEqual(refused.transport, .notSent)
+            XCTAssertEqual(refused.reason, "oauth:invalid_grant")
+            XCTAssertEqual(ProviderAnswerTable.classify(refused, provider: .fcm, credentialsVerified: false),
+                           .credentialsInvalid(reason: "oauth:invalid_grant"))
+            XCTAssertEqual(fake.log("push").compactMap { $0["token"] as? String }, ["right-\(rightFirst)"])
+            XCTAssertEqual(fake.log("oauth").count, 1, "one token issued, to the right key")
+        }
     }
 
     func testHangingSendTimesOut() throws {

@@ -222,8 +222,8 @@ final class CountingTokenCache: ProviderTokenCache, @unchecked Sendable {
         }
     }
 
-    func replaceToken(for key: String, rejected: String, now: Int64, minimumAgeSeconds: Int64,
+    func replaceToken(for key: String, rejected: String, now: Int64,
                       mint: (Int64) throws -> ProviderToken) throws -> ProviderToken {
-        try inner.replaceToken(for: key, rejected: rejected, now: now, minimumAgeSeconds: minimumAgeSeconds, mint: mint)
+        try inner.replaceToken(for: key, rejected: rejected, now: now, mint: mint)
     }
 }

@@ -80,6 +80,32 @@ final class WebPushVAPIDTests: XCTestCase {
         XCTAssertEqual(try vapid.token(origin: "https://b.example", now: t0 + 11 * 3600), other)
     }
 
+    /// Issue 11: clients sharing one cache share a token only when they hold the same key and
+    /// subject; each token verifies with its own client's key and carries its own `sub`.
+    func testSharedCacheGivesEachKeyAndSubjectItsOwnToken() throws {
+        let cache = InMemoryProviderTokenCache()
+        let origin = "https://push.example.net", t0: Int64 = 1_700_000_000
+        let keysA = try VAPIDKeys.generate(), keysB = try VAPIDKeys.generate()
+        let a = try WebPushVAPID.make(keys: keysA, subject: "mailto:a@example.com", tokenCache: cache)
+        let b = try WebPushVAPID.make(keys: keysB, subject: "mailto:a@example.com", tokenCache: cache)
+        let aOtherSubject = try WebPushVAPID.make(keys: keysA, subject: "mailto:other@example.com", tokenCache: cache)
+        let aAgain = try WebPushVAPID.make(keys: try VAPIDKeys(privateKeyPEM: try keysA.privateKeyPEM()),
+                                           subject: "mailto:a@example.com", tokenCache: cache)
+        let tokenA = try a.token(origin: origin, now: t0).value
+        let tokenB = try b.token(origin: origin, now: t0).value
+        let tokenA2 = try aOtherSubject.token(origin: origin, now: t0).value
+        XCTAssertNotEqual(tokenA, tokenB)
+        XCTAssertNotEqual(tokenA, tokenA2)
+        let signerA = try JWTSigner.es256(privateKeyPEM: try keysA.privateKeyPEM(), keyId: "")
+        let signerB = try JWTSigner.es256(privateKeyPEM: try keysB.privateKeyPEM(), keyId: "")
+        XCTAssertTrue(signerA.verify(tokenA))
+        XCTAssertFalse(signerA.verify(tokenB))
+        XCTAssertTrue(signerB.verify(tokenB))
+        let claims = String(decoding: try XCTUnwrap(Base64URL.decode(String(tokenA2.split(separator: ".")[1]))), as: UTF8.self)
+        XCTAssertTrue(claims.contains(#""sub":"mailto:other@example.com""#), claims)
+        XCTAssertEqual(try aAgain.token(origin: origin, now: t0 + 5).value, tokenA, "the same key and subject share it")
+    }
+
     /// RFC 8292 §2.1 / PROTOCOLS C.3: `sub` must be a mailto: or https: URI; lifetime ≤ 24 h.
     func testSubjectAndLifetimeAreChecked() throws {
         let keys = try VAPIDKeys.generate()

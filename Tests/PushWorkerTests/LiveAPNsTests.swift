@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 import PushCore
+import PushCrypto
+import PushTestSupport
 @testable import PushStore
 @testable import PushWorker
 
@@ -219,9 +221,11 @@ final class LiveAPNsTests: LiveTestCase {
         let logged = pushes(fakes.apns)
         XCTAssertEqual(logged.count, 4)
         XCTAssertEqual(Set(logged.compactMap { $0["jwt_sig"] as? String }).count, 1)
-        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text",
-                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID)")])
-        XCTAssertEqual(try r.int(0, "n"), 1)
+        let fingerprint = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: LiveFakes.keyID)
+            .publicKeyFingerprint
+        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text AND token IS NULL",
+                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID):\(fingerprint)")])
+        XCTAssertEqual(try r.int(0, "n"), 1, "one sealed row, keyed by the signing key (issue 11)")
     }
 
     func testThousandHealthyDevicesBehindWrongTopicAreKeptWithOneCredentialsEventR_PRV_3() throws {
