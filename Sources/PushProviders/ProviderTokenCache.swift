@@ -30,9 +30,10 @@ public struct ProviderToken: Sendable, Equatable {
 }
 
 /// Where provider tokens are kept, keyed by credential (e.g. `apns:<team>:<key>`). One token per key is
-/// shared by all connections (PROTOCOLS.md A.5). Implementations must make each call atomic per key, so
-/// that concurrent callers mint at most one token; a PostgreSQL-backed implementation can share tokens
-/// across worker processes (row per key, `SELECT ... FOR UPDATE`).
+/// shared by all connections (Apple's "Establishing a token-based connection to APNs"). Implementations
+/// must make each call atomic per key, so that concurrent callers mint at most one token; a
+/// PostgreSQL-backed implementation can share tokens across worker processes (row per key, `SELECT ...
+/// FOR UPDATE`).
 public protocol ProviderTokenCache: AnyObject, Sendable {
     /// Returns the stored token for `key` if `now < refreshAt`; otherwise calls `mint(now)` once, stores
     /// and returns its result.

@@ -1,6 +1,8 @@
 import Foundation
 
-/// One row of `push_provider_tokens`: a provider bearer token shared by the fleet (PROTOCOLS A.5).
+/// One row of `push_provider_tokens`: a provider bearer token shared by the fleet (Apple's
+/// "Establishing a token-based connection to APNs": one token per key, renewed after 20 and before 60
+/// minutes).
 public struct StoredProviderToken: Sendable, Equatable {
     public var token: String
     /// UNIX seconds.

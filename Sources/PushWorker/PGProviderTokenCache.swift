@@ -3,7 +3,8 @@ import PushProviders
 import PushStore
 
 /// A `ProviderTokenCache` shared by every worker process through `push_provider_tokens`
-/// (PROTOCOLS A.5: one APNs JWT per key for the whole fleet, refreshed at most every 20 minutes).
+/// (one APNs JWT per key for the whole fleet, refreshed at most every 20 minutes: Apple's
+/// "Establishing a token-based connection to APNs").
 /// Each call is one transaction holding `pg_advisory_xact_lock(hashtext(key))`: the first caller of
 /// a stale key mints while the others wait, then read what it stored.
 ///

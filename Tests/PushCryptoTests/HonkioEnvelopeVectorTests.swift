@@ -2,7 +2,7 @@ import XCTest
 @testable import PushCrypto
 import PushTestSupport
 
-/// The honkio envelope v2 seed vector (R-ENC-1, R-ENC-2, R-DEV-3; PROTOCOLS.md E.2/E.3).
+/// The honkio envelope v2 vector (`Tests/Vectors/honkio_push_v2.json`; R-ENC-1, R-ENC-2, R-DEV-3).
 final class HonkioEnvelopeVectorTests: XCTestCase {
     private func loadVector() throws -> HonkioPushVector {
         let vector = try TestVectors.decode(HonkioPushVector.self, from: .honkioPushV2)

@@ -5,7 +5,8 @@ import PushCore
 @testable import PushWorker
 
 /// The worker with `LiveRouter` against the fake APNs, one test per row of the answer table
-/// (PROTOCOLS A.6, `ProviderAnswerTable`), with device, credential, event and ledger effects.
+/// (`ProviderAnswerTable`; Apple's "Handling notification responses from APNs"), with device,
+/// credential, event and ledger effects.
 final class LiveAPNsTests: LiveTestCase {
     func testAccepted200RecordsApnsIDAndVerifiesCredentialsR_APP_3() throws {
         try setAPNs()

@@ -5,7 +5,8 @@ import PushProviders
 @testable import PushStore
 @testable import PushWorker
 
-/// `PGProviderTokenCache`: one APNs JWT per key for the whole fleet (PROTOCOLS A.5).
+/// `PGProviderTokenCache`: one APNs JWT per key for the whole fleet (Apple's "Establishing a
+/// token-based connection to APNs").
 final class LiveTokenCacheTests: XCTestCase {
     var database: PGTestDatabase!
 
