@@ -67,7 +67,7 @@ final class HonkioEnvelopeVectorTests: XCTestCase {
         XCTAssertEqual(try P256PublicKey(validatedStoredBytes: key.raw).kid, key.kid)
     }
 
-    func testIntermediateValuesMatchProtocolsE3() throws {
+    func testKeyScheduleIntermediateValuesOfTheHonkioVector() throws {
         let vector = try loadVector()
         let ephemeral = try P256PrivateKey(rawScalar: base64URLBytes(vector.ephemeral.private_key))
         let recipient = try P256PublicKey(base64URL: vector.recipient.public_key)

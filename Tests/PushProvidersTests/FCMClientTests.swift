@@ -121,7 +121,7 @@ final class FCMClientTests: XCTestCase {
         XCTAssertEqual(answers[1].httpStatus, 200)
     }
 
-    func testAssertionCarriesTheB3Claims() throws {
+    func testAssertionCarriesTheServiceAccountGrantClaims() throws {
         let fake = try startFake()
         let fcm = try client(fake)
         let jwt = try fcm.assertion(now: 1_700_000_000)

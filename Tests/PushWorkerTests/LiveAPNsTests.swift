@@ -211,7 +211,7 @@ final class LiveAPNsTests: LiveTestCase {
         XCTAssertEqual(Set(pushes(fakes.sandbox).compactMap { $0["token"] as? String }), expected[.sandbox])
     }
 
-    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT_A5() throws {
+    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT() throws {
         try setAPNs()
         for i in 0..<4 { _ = try device("ok", user: "u\(i)", n: i) }
         try drainSend(users: ["u0", "u1"])
