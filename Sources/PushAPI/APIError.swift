@@ -72,7 +72,7 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         APIError(status: 415, code: "UNSUPPORTED_MEDIA_TYPE", message: "send the body as Content-Type: application/json")
     }
 
-    /// 422: a value out of its rules (R-DEV-1, R-DEV-3, R-LIM-1), or an unknown field.
+    /// 422: a value out of its rules (R-DEV-1, R-DEV-3), or an unknown field.
     public static func validation(_ message: String, field: String?) -> APIError {
         APIError(status: 422, code: ErrorCode.validationError.rawValue, message: message, field: field)
     }

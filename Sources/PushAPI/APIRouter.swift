@@ -1,6 +1,6 @@
 import PushCore
 
-/// The API's routes (seed 002, issue 14): method, path template, and the permission each needs
+/// The API's routes (issue 14): method, path template, and the permission each needs
 /// (R-API-2). Pure; `docs/openapi.yaml` lists the same table.
 public enum APIRoute: String, Sendable, CaseIterable {
     case registerDevice, listDevices, getDevice, deleteDevice

@@ -1,7 +1,7 @@
 import Foundation
 import PushCore
 
-/// `PUT /v1/push/devices` (seed 002): the fields as sent, typed; the rules of R-DEV-1..4 are the
+/// `PUT /v1/push/devices` (R-DEV-1): the fields as sent, typed; the rules of R-DEV-1..4 are the
 /// acceptance service's.
 public struct DeviceBody: Sendable {
     /// The app, as sent (`papp_...`).

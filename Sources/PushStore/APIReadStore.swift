@@ -1,7 +1,7 @@
 import Foundation
 import PushCore
 
-/// A device as the API shows it (seed 002): never its key or token, only `encryption_key_id`.
+/// A device as the API shows it (R-DEV-3): never its key or token, only `encryption_key_id`.
 public struct APIDevice: Sendable, Equatable {
     public var id: UUID
     public var appID: UUID

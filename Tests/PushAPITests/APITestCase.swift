@@ -23,9 +23,14 @@ class APITestCase: XCTestCase {
     var app: UUID!
     var otherApp: UUID!
     static let allPermissions = "push_devices:wd,push:rw,push_apps:rw"
-    /// The vector's recipient public key and its kid (seed 000, shared/vectors/honkio_push_v2.json).
-    static let vectorPublicKey = "BFGHw33ou72Yj1eGoA53xqL29aB_tk5aVfF2PiySBv06hugrUUHAOoXyzC6xpLBnjBfu8DS3Phd3ascQSTTrYPc"
-    static let vectorKid = "cHRL-UfvREIeEx3Q"
+    /// The honkio v2 vector's recipient (Tests/Vectors/honkio_push_v2.json): its public key and kid.
+    static let vectorRecipient: [String: Any] = {
+        let data = (try? TestVectors.data(.honkioPushV2)) ?? Data()
+        let o = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        return o?["recipient"] as? [String: Any] ?? [:]
+    }()
+    static var vectorPublicKey: String { vectorRecipient["public_key"] as? String ?? "vector missing" }
+    static var vectorKid: String { vectorRecipient["kid"] as? String ?? "vector missing" }
 
     /// Logs of the servers under test stay quiet unless they are errors.
     static let quietLog = Log(level: .error)

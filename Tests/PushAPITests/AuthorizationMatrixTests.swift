@@ -94,7 +94,7 @@ final class AuthorizationMatrixTests: APITestCase {
             let key = try issue(.test, permissions: allBut(needed))
             try expect(method, path, body, key: key, status: 403, code: "PERMISSION_DENIED", "\(route) without \(needed)")
         }
-        // A key that only registers and removes devices (seed 002) does exactly that.
+        // A key that only registers and removes devices (R-API-2) does exactly that.
         let devicesOnly = try issue(.test, permissions: "push_devices:wd")
         XCTAssertEqual(try call("PUT", "/v1/push/devices", key: devicesOnly, json: deviceJSON(token: "only_devices")).status, 200)
         XCTAssertEqual(try call("GET", "/v1/push/devices?app_id=\(appID)", key: devicesOnly).status, 403)

@@ -3,7 +3,7 @@ import XCTest
 import PushCore
 import PushStore
 
-/// Seed 002's and seed 000's own curl commands, run with the curl binary against a live server,
+/// The product documentation's own curl commands (R-DEV-3, R-API-2), run with the curl binary against a live server,
 /// only the host, the key, the app id and the public key replaced (issue 14, tests).
 final class SeedCurlTests: APITestCase {
     /// Runs /usr/bin/curl with `arguments`; returns its stdout.
@@ -26,7 +26,7 @@ final class SeedCurlTests: APITestCase {
     }
 
     func testTheSeedsRegistrationCommandAnswersTheVectorsKid() throws {
-        // Seed 002 / seed 000: curl -X PUT https://api.honkio.ca/v1/push/devices ...
+        // The documented command: curl -X PUT https://api.honkio.ca/v1/push/devices ...
         let body = """
         {
             "app_id": "\(appID)",
@@ -44,6 +44,7 @@ final class SeedCurlTests: APITestCase {
         // # Response: { "id": "pdev_...", "active": true, "encryption_key_id": "cHRL-UfvREIeEx3Q", ... }
         XCTAssertEqual(answer["active"] as? Bool, true, "\(answer)")
         XCTAssertEqual(answer["encryption_key_id"] as? String, "cHRL-UfvREIeEx3Q")
+        XCTAssertEqual(Self.vectorKid, "cHRL-UfvREIeEx3Q")
         let id = try XCTUnwrap(answer["id"] as? String)
         XCTAssertTrue(id.hasPrefix("pdev_") && id.count == 37, id)
         XCTAssertEqual(answer["app_id"] as? String, appID)
