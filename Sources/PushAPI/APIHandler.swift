@@ -156,6 +156,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     /// refusals (`CODE: message`), 500 for anything else (logged: a bug).
     func databaseError(_ e: PGError, route: String, request: HTTPRequest) -> APIError {
         if let domain = DeviceRegistry.domainError(e) { return AcceptanceBridge.apiError(domain) }
+        // PostgreSQL text cannot hold NUL: refused before anything is sent.
+        if e.code == .encode { return .validation("text fields may not contain NUL (\\u0000)", field: nil) }
         metrics.dbErrors.increment()
         if e.isRetryableTransient || e.code == PGPool.timeoutCode {
             return .unavailable(e.code == PGPool.timeoutCode ? "every database session is busy; retry shortly"

@@ -48,6 +48,9 @@ struct APIRoutes {
             guard text == "true" || text == "false" else { throw APIError.validation("active must be true or false", field: "active") }
             active = text == "true"
         }
+        if let user = q.filters["user_id"], user.isEmpty || user.unicodeScalars.count > DeviceRegistration.maxUserIDLength {
+            throw APIError.validation("user_id must be 1 to \(DeviceRegistration.maxUserIDLength) characters", field: "user_id")
+        }
         let after = try q.startingAfter.map { text -> UUID in
             guard let id = PrefixedID.parse(text, as: .device), try reads.device(id: id) != nil else {
                 throw APIError.notFound("no such device for starting_after", field: "starting_after")
