@@ -365,7 +365,7 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness"], help="run one phase, print its figures, write no table")
+    ap.add_argument("--only", choices=["fairness", "api"], help="run one phase, print its figures, write no table")
     a = ap.parse_args()
     P, s = a.binary, a.scale
     n_single = max(100, int(100_000 * s))          # workload (a): notifications (one user each, 2 devices)
@@ -374,6 +374,10 @@ def main():
     half = n_single // 2
     res = {}
 
+    if a.only == "api":
+        import api_bench
+        api_bench.run(P, URL, psql, os.path.join(REPO, "docs", "bench-api-results.md"))
+        return
     if not a.durable:
         # Measure the workers, not this machine's disk (fdatasync about 2.4 ms here): commits return
         # before their WAL flush; a crash could lose the last ~0.6 s of commits, never corrupt.
