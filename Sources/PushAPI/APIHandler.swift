@@ -51,25 +51,15 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             let body = Result { try Self.body(r, request) }
             let appToCheck = Self.appNamed(r, body, request)
             return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
-                guard let principal = try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
-                      !principal.revoked, principal.mode == APIKeyFormat.mode(of: key) else {
-                    throw APIError.unauthorized("unknown or revoked API key")
+                if let read = try keyedRead(r, id: id, key: key, hash: hash, conn: conn) {
+                    var answer = read
+                    answer.route = route
+                    answer.keyPrefix = keyPrefix
+                    return answer
                 }
-                if case .limited(let wait) = try limiter.admit(keyID: principal.keyID, rate: principal.rateLimitPerSecond,
-                                                               now: ConnectionTracker.now(), take: { want in
-                    let t = try AccountStore(connection: conn).takeTokens(
-                        keyID: principal.keyID, want: want, ratePerSecond: Double(principal.rateLimitPerSecond),
-                        burst: Double(principal.rateLimitPerSecond))
-                    return (t.granted, t.retryAfterSeconds)
-                }) {
-                    metrics.rateLimited.increment()
-                    throw APIError.rateLimited(retryAfterSeconds: wait)
-                }
-                let (resource, access) = r.permission
-                guard principal.permissions.allows(resource, access) else {
-                    throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
-                }
-                let routes = APIRoutes(connection: conn, principal: principal, request: request)
+                let principal = try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck)
+                try admit(principal, key: key, route: r, conn: conn)
+                let routes = APIRoutes(connection: conn, principal: principal!, request: request)
                 var answer = try routes.run(r, id: id, body: try body.get())
                 answer.route = route
                 answer.keyPrefix = keyPrefix
@@ -96,15 +86,63 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     public func completed(_ x: HTTPExchange) {
         let method = Self.knownMethods.contains(x.method) ? x.method : "OTHER"
         metrics.observe(route: x.route, method: method, status: x.status, seconds: x.seconds)
-        var fields: [String: Any] = ["method": method, "route": x.route, "status": x.status,
-                                     "duration_ms": (x.seconds * 1_000_000).rounded() / 1000, "request_id": x.requestID]
-        if let p = x.keyPrefix { fields["key_prefix"] = p }
-        if let c = x.client { fields["client"] = c }
-        if let a = x.abort { fields["abort"] = a }
-        log.info("api.request", fields)
+        if log.minimum <= .info { AccessLog.write(x, method: method) }
     }
 
     static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    /// The key's checks, in order: known, not revoked and of the mode its text says (401), within
+    /// its rate (429, R-API part 6), holding the route's permission (403, R-API-2).
+    func admit(_ principal: APIPrincipal?, key: String, route: APIRoute, conn: PGConnection) throws {
+        guard let principal, !principal.revoked, principal.mode == APIKeyFormat.mode(of: key) else {
+            throw APIError.unauthorized("unknown or revoked API key")
+        }
+        if case .limited(let wait) = try limiter.admit(keyID: principal.keyID, rate: principal.rateLimitPerSecond,
+                                                       now: ConnectionTracker.now(), take: { want in
+            let t = try AccountStore(connection: conn).takeTokens(
+                keyID: principal.keyID, want: want, ratePerSecond: Double(principal.rateLimitPerSecond),
+                burst: Double(principal.rateLimitPerSecond))
+            return (t.granted, t.retryAfterSeconds)
+        }) {
+            metrics.rateLimited.increment()
+            throw APIError.rateLimited(retryAfterSeconds: wait)
+        }
+        let (resource, access) = route.permission
+        guard principal.permissions.allows(resource, access) else {
+            throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+        }
+    }
+
+    /// GET of a device, an app or a notification by a well-formed id: the key and the object in one
+    /// round trip (`APIKeyedReads`), the key's checks (`admit`) before the object is answered. Nil
+    /// for every other request.
+    func keyedRead(_ route: APIRoute, id: String?, key: String, hash: [UInt8], conn: PGConnection) throws -> HTTPResponse? {
+        let reads = APIKeyedReads(connection: conn)
+        let encoded: JSONValue?
+        switch route {
+        case .getDevice:
+            guard let uuid = id.flatMap({ PrefixedID.parse($0, as: .device) }) else { return nil }
+            let r = try reads.device(keyHash: hash, id: uuid)
+            try admit(r.principal, key: key, route: route, conn: conn)
+            encoded = r.object.map(ResponseBodies.device)
+        case .getApp:
+            guard let uuid = id.flatMap({ PrefixedID.parse($0, as: .app) }) else { return nil }
+            let r = try reads.app(keyHash: hash, id: uuid)
+            try admit(r.principal, key: key, route: route, conn: conn)
+            encoded = r.object.map(ResponseBodies.app)
+        case .getNotification:
+            guard let uuid = id.flatMap({ PrefixedID.parse($0, as: .notification) }) else { return nil }
+            let r = try reads.notification(keyHash: hash, id: uuid)
+            try admit(r.principal, key: key, route: route, conn: conn)
+            encoded = r.object.map(ResponseBodies.notification)
+        default:
+            return nil
+        }
+        guard let encoded else {
+            throw APIError.notFound(route == .getApp ? "no such push app" : route == .getDevice ? "no such device" : "no such notification")
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: JSONWriter.bytes(encoded))
+    }
 
     // MARK: - Pieces
 

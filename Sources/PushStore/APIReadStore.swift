@@ -105,6 +105,11 @@ public final class APIReadStore {
         let r = try connection.execPrepared(name: "pushfleet_api_notification_get", sql: APIQueries.notificationGet,
                                             params: [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
         guard r.rowCount > 0 else { return nil }
+        return try Self.notificationWithDeliveries(r)
+    }
+
+    /// The notification of row 0 with the deliveries of every row (none when their columns are NULL).
+    static func notificationWithDeliveries(_ r: PGResult) throws -> APINotification {
         var n = try Self.notification(r, 0)
         n.deliveries = try r.rows.compactMap { i -> APIDelivery? in
             guard let device: UUID = try r.decode(i, "device_id") else { return nil }
@@ -130,24 +135,65 @@ public final class APIReadStore {
         return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
     }
 
-    private static func device(_ r: PGResult, _ i: Int) throws -> APIDevice {
+    static func device(_ r: PGResult, _ i: Int) throws -> APIDevice {
         APIDevice(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), platform: try r.string(i, "platform"),
                   userID: try r.string(i, "user_id"), apnsEnvironment: try r.decode(i, "apns_environment"),
                   active: try r.bool(i, "active"), encryptionKeyID: try r.decode(i, "kid"),
                   createdAt: try r.date(i, "created_at"), lastRegisteredAt: try r.date(i, "last_registered_at"))
     }
 
-    private static func app(_ r: PGResult, _ i: Int) throws -> APIApp {
+    static func app(_ r: PGResult, _ i: Int) throws -> APIApp {
         APIApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"), requireEncryption: try r.bool(i, "require_encryption"),
                placeholderTitle: try r.string(i, "placeholder_title"), placeholderBody: try r.string(i, "placeholder_body"),
                createdAt: try r.date(i, "created_at"))
     }
 
-    private static func notification(_ r: PGResult, _ i: Int) throws -> APINotification {
+    static func notification(_ r: PGResult, _ i: Int) throws -> APINotification {
         APINotification(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), status: try r.string(i, "status"),
                         encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
                         errorCode: try r.decode(i, "error_code"), sendAt: try r.decode(i, "send_at"),
                         acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
                         deliveries: nil)
     }
+}
+
+/// A read fused with the key lookup: who the key is (nil: no such key) and the object when the key's
+/// account and mode see it (nil otherwise). The caller checks revocation, rate and permission
+/// before answering with the object.
+public struct KeyedRead<Object: Sendable>: Sendable {
+    /// The key's principal (its `appOwned` is nil), or nil for an unknown key.
+    public var principal: APIPrincipal?
+    /// The object, when visible to the key.
+    public var object: Object?
+}
+
+/// The API's GET-by-id reads in one round trip with the key lookup (SQL in `APIKeyedQueries`):
+/// what `AccountStore.authenticate` then `APIReadStore` would read, in one statement.
+public final class APIKeyedReads {
+    /// The session every call runs on.
+    public let connection: PGConnection
+
+    /// Reads on `connection`.
+    public init(connection: PGConnection) { self.connection = connection }
+
+    public func device(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APIDevice> {
+        let r = try connection.execPrepared(name: "pushfleet_api_keyed_device", sql: APIKeyedQueries.device,
+                                            params: [.bytea(keyHash), .uuid(id)])
+        return KeyedRead(principal: try AccountStore.principal(r), object: try visible(r) ? APIReadStore.device(r, 0) : nil)
+    }
+
+    public func app(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APIApp> {
+        let r = try connection.execPrepared(name: "pushfleet_api_keyed_app", sql: APIKeyedQueries.app,
+                                            params: [.bytea(keyHash), .uuid(id)])
+        return KeyedRead(principal: try AccountStore.principal(r), object: try visible(r) ? APIReadStore.app(r, 0) : nil)
+    }
+
+    public func notification(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APINotification> {
+        let r = try connection.execPrepared(name: "pushfleet_api_keyed_notification", sql: APIKeyedQueries.notification,
+                                            params: [.bytea(keyHash), .uuid(id)])
+        return KeyedRead(principal: try AccountStore.principal(r),
+                         object: try visible(r) ? APIReadStore.notificationWithDeliveries(r) : nil)
+    }
+
+    private func visible(_ r: PGResult) throws -> Bool { r.rowCount > 0 ? try !r.isNull(0, "id") : false }
 }

@@ -121,14 +121,22 @@ public final class AccountStore {
     public func authenticate(keyHash: [UInt8], appID: UUID?) throws -> APIPrincipal? {
         let r = try connection.execPrepared(name: "pushfleet_api_authenticate", sql: AccountQueries.authenticate,
                                             params: [.bytea(keyHash), appID.map(PGValue.uuid)])
-        guard r.rowCount == 1 else { return nil }
-        guard let mode = Mode(rawValue: try r.string(0, "mode")),
-              let permissions = try? APIPermissions(parsing: try r.string(0, "permissions")) else {
+        var p = try Self.principal(r)
+        if p != nil { p?.appOwned = try r.decode(0, "app_owned") }
+        return p
+    }
+
+    /// The principal in row 0 of `r` (columns `key_id`, `key_account_id`, `key_mode`,
+    /// `key_permissions`, `key_rate_limit`, `key_revoked`); nil when `r` has no row.
+    static func principal(_ r: PGResult) throws -> APIPrincipal? {
+        guard r.rowCount > 0 else { return nil }
+        guard let mode = Mode(rawValue: try r.string(0, "key_mode")),
+              let permissions = Self.permissions(try r.string(0, "key_permissions")) else {
             throw PGError(code: .decode, message: "push_api_keys row has a mode or permissions this build cannot read")
         }
-        return APIPrincipal(keyID: try r.uuid(0, "id"), accountID: try r.uuid(0, "account_id"), mode: mode,
-                            permissions: permissions, rateLimitPerSecond: try r.int(0, "rate_limit_per_second"),
-                            revoked: try r.bool(0, "revoked"), appOwned: try r.decode(0, "app_owned"))
+        return APIPrincipal(keyID: try r.uuid(0, "key_id"), accountID: try r.uuid(0, "key_account_id"), mode: mode,
+                            permissions: permissions, rateLimitPerSecond: try r.int(0, "key_rate_limit"),
+                            revoked: try r.bool(0, "key_revoked"), appOwned: nil)
     }
 
     /// Takes up to `want` tokens from the key's shared bucket (`push_api_take_tokens`, sql/0008).
@@ -139,6 +147,11 @@ public final class AccountStore {
                                             params: [.uuid(keyID), .int(want), .double(ratePerSecond), .double(burst)])
         return (try r.int(0, "granted"), try r.double(0, "retry_after_seconds"))
     }
+
+    /// Parsed permission texts: a handful of distinct ones, read on every request.
+    private static let permissionCache = PermissionCache()
+
+    private static func permissions(_ text: String) -> APIPermissions? { permissionCache.get(text) }
 
     private static func account(_ r: PGResult, _ i: Int) throws -> Account {
         Account(id: try r.uuid(i, "id"), name: try r.string(i, "name"), isDefault: try r.bool(i, "is_default"),
@@ -151,5 +164,21 @@ public final class AccountStore {
                      permissions: try r.string(i, "permissions"),
                      rateLimitPerSecond: try r.int(i, "rate_limit_per_second"),
                      createdAt: try r.date(i, "created_at"), revokedAt: try r.decode(i, "revoked_at"))
+    }
+}
+
+/// Permission texts parsed once (bounded: cleared past 1,024 distinct texts).
+final class PermissionCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var parsed: [String: APIPermissions] = [:]
+
+    func get(_ text: String) -> APIPermissions? {
+        if let p = lock.withLock({ parsed[text] }) { return p }
+        guard let p = try? APIPermissions(parsing: text) else { return nil }
+        lock.withLock {
+            if parsed.count >= 1_024 { parsed.removeAll() }
+            parsed[text] = p
+        }
+        return p
     }
 }

@@ -88,5 +88,21 @@ final class APIDrainTests: APITestCase {
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         XCTAssertTrue(text.contains("\"event\":\"api.drained\""), text)
         XCTAssertTrue(text.contains("\"clean\":true"), text)
+        // The access log: one JSON line per request with its route template and key prefix, and
+        // never the key, a device token or a body (issue 14 part 8).
+        let requests = text.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard line.contains("\"event\":\"api.request\"") else { return nil }
+            return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+        XCTAssertEqual(requests.count, 6, text)
+        for r in requests {
+            for field in ["method", "route", "status", "duration_ms", "request_id", "key_prefix", "client"] {
+                XCTAssertNotNil(r[field], "\(field) in \(r)")
+            }
+        }
+        XCTAssertEqual(requests.filter { $0["route"] as? String == "/v1/push/devices" }.count, 5)
+        XCTAssertTrue(requests.allSatisfy { ($0["key_prefix"] as? String).map { testKey.hasPrefix($0) && $0.count == 14 } ?? false })
+        XCTAssertFalse(text.contains(testKey), "the key never reaches the log")
+        for token in ["drain_0", "drain_3", "drain_partial"] { XCTAssertFalse(text.contains(token), "nor a device token") }
     }
 }

@@ -127,15 +127,15 @@ def run(binary, url, psql, out, connections=16, seconds=10):
     # The bare SQL each route ends in (the notification read is APIQueries.notificationGet's text).
     bare = [
         ("push_register_device", "\\set n random(1, 2000000000)\n"
-         "SELECT device_id FROM push_register_device(:'app'::uuid, 'live', 'android', 'pgb' || :client_id || 'n' || :n, NULL, "
+         "SELECT device_id FROM push_register_device(:app::uuid, 'live', 'android', 'pgb' || :client_id || 'n' || :n, NULL, "
          "NULL, NULL, 'pgb' || :client_id || 'n' || :n, NULL, 'keep', NULL, NULL, NULL, 20);\n"),
-        ("push_enqueue", "SELECT notification_id FROM push_enqueue(:'app'::uuid, 'live', ARRAY['bench_user'], NULL, "
+        ("push_enqueue", "SELECT notification_id FROM push_enqueue(:app::uuid, 'live', ARRAY['bench_user'], NULL, "
          "'Your order shipped', 'Order 42 is on its way', '{\"order\":\"42\"}', 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
          "NULL, NULL);\n"),
         ("notification read", "SELECT n.id, n.app_id, n.status, n.encrypted, n.device_count, n.error_code, n.send_at, "
          "n.accepted_at, n.finished_at, v.device_id, v.status, v.encrypted, v.error_code, v.attempts "
          "FROM push_notifications n JOIN push_apps a ON a.id = n.app_id LEFT JOIN push_deliveries v ON v.notification_id = n.id "
-         "WHERE n.id = :'nid'::uuid AND n.mode = 'test' AND a.account_id = :'acct'::uuid AND a.deleted_at IS NULL "
+         "WHERE n.id = :nid::uuid AND n.mode = 'test' AND a.account_id = :acct::uuid AND a.deleted_at IS NULL "
          "ORDER BY v.created_at, v.device_id;\n"),
     ]
     variables = {"app": app_uuid, "nid": psql(f"SELECT id FROM push_notifications WHERE mode = 'test' LIMIT 1"),

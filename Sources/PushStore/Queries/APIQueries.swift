@@ -75,3 +75,39 @@ enum APIQueries {
      WHERE n.id = $1::uuid AND n.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
     """
 }
+
+/// The GET-by-id reads fused with the key lookup (`APIKeyedReads`): one statement, one round trip,
+/// finds the key by its hash (`push_api_keys_hash_key`) and the object scoped to that key's account
+/// and mode (primary keys). No row: no such key; a row with a NULL object: not visible.
+enum APIKeyedQueries {
+    static let keyColumns = """
+    k.id AS key_id, k.account_id AS key_account_id, k.mode AS key_mode, k.permissions AS key_permissions,
+    k.rate_limit_per_second AS key_rate_limit, k.revoked_at IS NOT NULL AS key_revoked
+    """
+
+    static let device = """
+    SELECT \(keyColumns), \(APIQueries.deviceColumns)
+      FROM push_api_keys k
+      LEFT JOIN (push_devices d JOIN push_apps a ON a.id = d.app_id AND a.deleted_at IS NULL)
+             ON d.id = $2::uuid AND d.mode = k.mode AND a.account_id = k.account_id
+     WHERE k.key_hash = $1::bytea
+    """
+
+    static let app = """
+    SELECT \(keyColumns), a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body, a.created_at
+      FROM push_api_keys k
+      LEFT JOIN push_apps a ON a.id = $2::uuid AND a.account_id = k.account_id AND a.deleted_at IS NULL
+     WHERE k.key_hash = $1::bytea
+    """
+
+    static let notification = """
+    SELECT \(keyColumns), \(APIQueries.notificationColumns), v.device_id, v.status AS delivery_status,
+           v.encrypted AS delivery_encrypted, v.error_code AS delivery_error_code, v.attempts
+      FROM push_api_keys k
+      LEFT JOIN (push_notifications n JOIN push_apps a ON a.id = n.app_id AND a.deleted_at IS NULL)
+             ON n.id = $2::uuid AND n.mode = k.mode AND a.account_id = k.account_id
+      LEFT JOIN push_deliveries v ON v.notification_id = n.id
+     WHERE k.key_hash = $1::bytea
+     ORDER BY v.created_at, v.device_id
+    """
+}

@@ -31,7 +31,7 @@ enum AccountQueries {
     /// The per-request check: the key by its hash (`push_api_keys_hash_key`) and, when the request
     /// names an app (`$2`), whether that app is the key's account's and not deleted (primary key).
     static let authenticate = """
-    SELECT k.id, k.account_id, k.mode, k.permissions, k.rate_limit_per_second, k.revoked_at IS NOT NULL AS revoked,
+    SELECT \(APIKeyedQueries.keyColumns),
            CASE WHEN $2::uuid IS NULL THEN NULL
                 ELSE EXISTS (SELECT 1 FROM push_apps a
                               WHERE a.id = $2::uuid AND a.account_id = k.account_id AND a.deleted_at IS NULL) END AS app_owned
