@@ -27,6 +27,33 @@ def log(msg):
     print(f"[bench api {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """CPU seconds (user + system) of one process, and of its reaped children when `children`."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK
+
+
+def pg_cpu(postmaster):
+    """CPU seconds of the whole PostgreSQL server: the postmaster, its live backends, and the
+    backends that exited (reaped into the postmaster's children time)."""
+    own, reaped = proc_cpu(postmaster)
+    live = 0.0
+    for child in subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split():
+        try:
+            live += proc_cpu(int(child))[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            pass
+    return own + reaped + live
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
 def wrk(port, script, env, connections, seconds, threads=2):
     """(requests/s, p50 ms, p99 ms, non-2xx count) of one wrk run."""
     out = subprocess.run(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--latency",
@@ -39,9 +66,10 @@ def wrk(port, script, env, connections, seconds, threads=2):
             return float("nan")
         return float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)]
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    count = int(re.search(r"(\d+) requests in", out).group(1))
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     errors = re.search(r"Socket errors: .*", out)
-    return {"rps": rps, "p50": ms("50%"), "p99": ms("99%"), "non2xx": int(bad.group(1)) if bad else 0,
+    return {"rps": rps, "count": count, "p50": ms("50%"), "p99": ms("99%"), "non2xx": int(bad.group(1)) if bad else 0,
             "socket_errors": errors.group(0) if errors else ""}
 
 
@@ -56,12 +84,13 @@ def pgbench(url, sql, variables, clients, seconds):
     if r.returncode != 0:
         raise SystemExit(f"pgbench failed: {r.stderr[-800:]}")
     tps = float(re.search(r"tps = ([\d.]+)", r.stdout).group(1))
+    count = int(re.search(r"number of transactions actually processed: (\d+)", r.stdout).group(1))
     lat = re.search(r"latency average = ([\d.]+) ms", r.stdout)
-    return {"tps": tps, "latency_ms": float(lat.group(1)) if lat else float("nan")}
+    return {"tps": tps, "count": count, "latency_ms": float(lat.group(1)) if lat else float("nan")}
 
 
 def start_api(binary, url, threading, pool):
-    logf = os.path.join(TMP, f"api-{threading}.log")
+    logf = os.path.join(TMP, f"api-{threading}-{time.time():.0f}.log")
     env = dict(os.environ, DATABASE_URL=url, PUSHFLEET_API_THREADING=threading, PUSHFLEET_API_POOL_SIZE=str(pool))
     p = subprocess.Popen([binary, "api", "--addr", "127.0.0.1:0", "--management-addr", "off"], env=env,
                          stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
@@ -90,7 +119,7 @@ def http(port, method, path, key, body):
     return json.loads(r.stdout)
 
 
-def run(binary, url, psql, out, connections=16, seconds=10):
+def run(binary, url, psql, out, connections=16, seconds=8, reps=3):
     psql("ALTER SYSTEM SET synchronous_commit = on")
     psql("SELECT pg_reload_conf()")
     sync = psql("SHOW synchronous_commit")
@@ -140,46 +169,73 @@ def run(binary, url, psql, out, connections=16, seconds=10):
     ]
     variables = {"app": app_uuid, "nid": psql(f"SELECT id FROM push_notifications WHERE mode = 'test' LIMIT 1"),
                  "acct": psql("SELECT account_id FROM push_apps WHERE name = 'bench api'")}
+    postmaster = int(open(os.path.join(psql("SHOW data_directory"), "postmaster.pid")).readline())
     results = []
     for (label, script, env), (call, sql) in zip(routes, bare):
-        log(f"{label}: pgbench of {call}, {connections} clients, {seconds} s")
-        pg = pgbench(url, sql, variables, connections, seconds)
-        row = {"route": label, "call": call, "pgbench": pg}
-        for threading in ("event-loop", "thread-per-connection"):
-            api, port, logf = start_api(binary, url, threading, connections)
-            try:
-                log(f"{label}: wrk, {threading}, {connections} connections, {seconds} s")
-                row[threading] = wrk(port, script, env, connections, seconds)
-                if threading == "event-loop":
-                    half = row[threading]["rps"] / 2
-                    delay = max(1, int(1000 * connections / half))
-                    log(f"{label}: wrk paced to half that rate ({half:,.0f}/s: {delay} ms between a connection's requests)")
-                    row["half"] = wrk(port, script, dict(env, BENCH_DELAY_MS=str(delay)), connections, seconds)
-                    row["half"]["target"] = half
-            finally:
-                api.terminate()
-                api.wait(timeout=60)
+        row = {"route": label, "call": call, "pgbench": [], "event-loop": [], "statuses": {}}
+        api, port, logf = start_api(binary, url, "event-loop", connections)
+        try:
+            # pgbench and the API in turn, so that drift in this shared machine's load falls on both.
+            for rep in range(reps):
+                log(f"{label}: pgbench of {call} ({rep + 1}/{reps}), {connections} clients, {seconds} s")
+                before = pg_cpu(postmaster)
+                pg = pgbench(url, sql, variables, connections, seconds)
+                time.sleep(1)   # pgbench's backends exit and are reaped into the postmaster's children time
+                pg["pg_us"] = (pg_cpu(postmaster) - before) * 1e6 / max(pg["count"], 1)
+                row["pgbench"].append(pg)
+                log(f"{label}: wrk, event loop ({rep + 1}/{reps}), {connections} connections, {seconds} s")
+                before_pg, before_api = pg_cpu(postmaster), proc_cpu(api.pid)[0]
+                w = wrk(port, script, env, connections, seconds)
+                w["pg_us"] = (pg_cpu(postmaster) - before_pg) * 1e6 / max(w["count"], 1)
+                w["api_us"] = (proc_cpu(api.pid)[0] - before_api) * 1e6 / max(w["count"], 1)
+                row["event-loop"].append(w)
+            half = median([w["rps"] for w in row["event-loop"]]) / 2
+            delay = max(1, int(1000 * connections / half))
+            log(f"{label}: wrk paced to half that rate ({half:,.0f}/s: {delay} ms between a connection's requests)")
+            row["half"] = wrk(port, script, dict(env, BENCH_DELAY_MS=str(delay)), connections, seconds)
+        finally:
+            api.terminate()
+            api.wait(timeout=60)
+        for line in open(logf):
+            if '"api.request"' in line:
+                status = json.loads(line)["status"]
+                row["statuses"][status] = row["statuses"].get(status, 0) + 1
+        api, port, _ = start_api(binary, url, "thread-per-connection", connections)
+        try:
+            log(f"{label}: wrk, thread per connection, {connections} connections, {seconds} s")
+            before_api = proc_cpu(api.pid)[0]
+            w = wrk(port, script, env, connections, seconds)
+            w["api_us"] = (proc_cpu(api.pid)[0] - before_api) * 1e6 / max(w["count"], 1)
+            row["thread-per-connection"] = w
+        finally:
+            api.terminate()
+            api.wait(timeout=60)
         results.append(row)
         log(json.dumps(row))
 
+    load = open("/proc/loadavg").read().split()[:3]
     lines = [
         "# scripts/bench --only api",
         "",
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `synchronous_commit = {sync}`, {connections} connections / "
-        f"pgbench clients, {seconds} s per run, wrk -t2, pgbench -M prepared -j2, the API's pool {connections} sessions; "
-        f"the GET reads a notification with {deliveries} deliveries. Both on this machine with PostgreSQL and the load "
-        "generator (2 shared cores).",
+        f"pgbench clients, {seconds} s per run, {reps} runs of each side in turn (medians shown), wrk -t2, pgbench -M "
+        f"prepared -j2, the API's pool {connections} sessions; the GET reads a notification with {deliveries} deliveries. "
+        f"Everything on this machine (2 cores, shared; load average {' '.join(load)} at the end). CPU per request: "
+        "the API process and the whole PostgreSQL server, from /proc.",
         "",
-        "| route | API req/s (event loop) | p50 / p99 ms | bare SQL (pgbench) tps | ratio | target | API req/s (thread per connection) | ratio | p99 ms at half rate (achieved req/s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| route (bare SQL) | API req/s | p50 / p99 ms | pgbench tps | ratio | target | API CPU µs/req | PostgreSQL CPU µs/req (API / pgbench) | thread per connection req/s (API CPU µs/req) | p99 ms at half rate (achieved req/s) | answers |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        ev, tpc, pg, half = r["event-loop"], r["thread-per-connection"], r["pgbench"], r["half"]
-        ratio, ratio_t = ev["rps"] / pg["tps"], tpc["rps"] / pg["tps"]
-        bad = ev["non2xx"] + tpc["non2xx"] + half["non2xx"]
+        ev = {k: median([w[k] for w in r["event-loop"]]) for k in ("rps", "p50", "p99", "api_us", "pg_us")}
+        pg = {k: median([p[k] for p in r["pgbench"]]) for k in ("tps", "pg_us")}
+        tpc, half = r["thread-per-connection"], r["half"]
+        ratio = ev["rps"] / pg["tps"]
+        target = f">= {TARGET}x {'PASS' if ratio >= TARGET else 'MISS'}" if r["call"] != "notification read" else "(no target)"
+        statuses = ", ".join(f"{k}: {v:,}" for k, v in sorted(r["statuses"].items()))
         lines.append(f"| {r['route']} ({r['call']}) | {ev['rps']:,.0f} | {ev['p50']:.2f} / {ev['p99']:.2f} | {pg['tps']:,.0f} | "
-                     f"{ratio:.2f}x | >= {TARGET}x {'PASS' if ratio >= TARGET else 'MISS'} | {tpc['rps']:,.0f} | {ratio_t:.2f}x | "
-                     f"{half['p99']:.2f} ({half['rps']:,.0f}){'' if bad == 0 else f' — {bad} non-2xx answers!'} |")
+                     f"{ratio:.2f}x | {target} | {ev['api_us']:.0f} | {ev['pg_us']:.0f} / {pg['pg_us']:.0f} | "
+                     f"{tpc['rps']:,.0f} ({tpc['api_us']:.0f}) | {half['p99']:.2f} ({half['rps']:,.0f}) | {statuses} |")
     text = "\n".join(lines) + "\n"
     with open(out, "w") as handle:
         handle.write(text)
