@@ -67,11 +67,18 @@ enum SendValidation {
         } catch let e as PushError {
             throw AcceptanceError(e)
         }
+        let compact = data.map { String(decoding: JSONWriter.bytes(.object($0)), as: UTF8.self) }
+        let q = storageRequest(r, data: compact)
+        return ValidatedSend(enqueue: q, content: content)
+    }
+
+    /// The storage step's input for `r`, with `data` as given (no check made here).
+    static func storageRequest(_ r: SendRequest, data: String?) -> EnqueueRequest {
         var q = EnqueueRequest(appID: r.appID, mode: r.mode.rawValue, userIDs: r.userIDs)
         q.deviceIDs = r.deviceIDs
         q.title = r.title
         q.body = r.body
-        q.data = data.map { String(decoding: JSONWriter.bytes(.object($0)), as: UTF8.self) }
+        q.data = data
         q.badge = r.badge
         q.sound = r.sound
         q.threadID = r.threadID
@@ -82,7 +89,7 @@ enum SendValidation {
         q.idempotencyKey = r.idempotencyKey
         q.smsPhone = r.smsFallback?.phone
         q.smsText = r.smsFallback?.text
-        return ValidatedSend(enqueue: q, content: content)
+        return q
     }
 
     /// 1 to 1,000 user ids of 1 to 255 characters each, without NUL (R-DEV-1: no device can

@@ -1,5 +1,5 @@
 import Foundation
-import PushAcceptance
+@testable import PushAcceptance
 import PushCore
 import PushCrypto
 import PushStore
@@ -24,24 +24,7 @@ final class FieldBoundsTests: AcceptanceTestCase {
     }
 
     /// The request as the storage step receives it (what a backend would pass to push_enqueue).
-    private func enqueueRequest(_ r: SendRequest) -> EnqueueRequest {
-        var q = EnqueueRequest(appID: r.appID, mode: r.mode.rawValue, userIDs: r.userIDs)
-        q.deviceIDs = r.deviceIDs
-        q.title = r.title
-        q.body = r.body
-        q.data = r.data
-        q.badge = r.badge
-        q.sound = r.sound
-        q.threadID = r.threadID
-        q.collapseKey = r.collapseKey
-        q.priority = r.priority
-        q.sendAt = r.sendAt
-        q.ttlSeconds = r.ttlSeconds
-        q.idempotencyKey = r.idempotencyKey
-        q.smsPhone = r.smsFallback?.phone
-        q.smsText = r.smsFallback?.text
-        return q
-    }
+    private func enqueueRequest(_ r: SendRequest) -> EnqueueRequest { SendValidation.storageRequest(r, data: r.data) }
 
     private func sqlError(_ q: EnqueueRequest) -> PushError? {
         do {

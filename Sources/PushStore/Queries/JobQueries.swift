@@ -142,10 +142,9 @@ enum JobQueries {
       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS x(id, status, code)
     """
 
-    /// Extends the leases of the jobs this worker still holds, matched by (id, lease token). The rows
-    /// are locked by id first (sql/LOCK_ORDER.md): updated in plan order, a heartbeat deadlocked with
-    /// the same worker's grouped record (issue 13).
-    static let heartbeat = """
+    /// `held`: the running jobs of `$1` (ids) whose lease token is the matching element of `$2`,
+    /// locked by id (sql/LOCK_ORDER.md), for the statements that change several leased jobs.
+    static let heldJobs = """
     WITH held AS (
         SELECT j.id FROM push_jobs j
           JOIN unnest($1::bigint[], $2::uuid[]) AS h(id, token) ON j.id = h.id AND j.lease_token = h.token
@@ -153,6 +152,13 @@ enum JobQueries {
          ORDER BY j.id
            FOR UPDATE OF j
     )
+    """
+
+    /// Extends the leases of the jobs this worker still holds, matched by (id, lease token). The rows
+    /// are locked by id first (sql/LOCK_ORDER.md): updated in plan order, a heartbeat deadlocked with
+    /// the same worker's grouped record (issue 13).
+    static let heartbeat = """
+    \(heldJobs)
     UPDATE push_jobs j SET lease_expires_at = now() + make_interval(secs => $3::float8)
       FROM held WHERE j.id = held.id
     RETURNING j.id
@@ -211,13 +217,7 @@ enum JobQueries {
     /// `releaseJob` for several jobs: `$1` ids, `$2` their lease tokens; rows locked by id first
     /// (sql/LOCK_ORDER.md).
     static let releaseJobs = """
-    WITH held AS (
-        SELECT j.id FROM push_jobs j
-          JOIN unnest($1::bigint[], $2::uuid[]) AS r(id, token) ON j.id = r.id AND j.lease_token = r.token
-         WHERE j.state = 'running'
-         ORDER BY j.id
-           FOR UPDATE OF j
-    )
+    \(heldJobs)
     UPDATE push_jobs j SET state = 'available', attempt = greatest(j.attempt - 1, 0), lease_token = NULL,
                            lease_expires_at = NULL, lease_owner = NULL
       FROM held WHERE j.id = held.id
