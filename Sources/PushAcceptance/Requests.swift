@@ -91,7 +91,7 @@ public struct DeviceRegistrationRequest: Sendable, Equatable {
         case remove
     }
 
-    /// A browser's Web Push subscription (field `subscription`, seed 002:
+    /// A browser's Web Push subscription (field `subscription`, as the API body gives it:
     /// `{"endpoint", "keys": {"p256dh", "auth"}}`); a part left nil is refused naming it.
     public struct WebSubscription: Sendable, Equatable {
         /// Field `subscription.endpoint`: the push service URL (https, public host).

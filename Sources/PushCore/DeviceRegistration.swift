@@ -98,7 +98,7 @@ public struct DeviceRegistration: Sendable {
                                                 allowLoopback: allowLoopbackEndpoints)
                 subscription = Subscription(endpoint: s.endpoint, p256dh: s.p256dh, auth: s.auth)
             } catch let e as WebPushError {
-                // The API body's names (seed 002): `subscription.endpoint`, `subscription.keys.p256dh|auth`.
+                // The API body's names (R-DEV-1): `subscription.endpoint`, `subscription.keys.p256dh|auth`.
                 let name = e.field ?? "endpoint"
                 throw invalid(name == "endpoint" ? "subscription.endpoint" : "subscription.keys.\(name)", e.message)
             }
