@@ -7,19 +7,17 @@ enum CurlGlobal {
 }
 
 /// One libcurl easy handle (`CURL*`), reused for transfer after transfer by `HTTP2Client` (issue 18):
-/// the options that never change for a client are set once, and each request sets only its own (URL,
-/// deadline, header list, body). The header list and the body live in buffers the handle owns and
-/// grows (no `curl_slist_append` or `COPYPOSTFIELDS` copy per request); response headers are kept as
-/// raw bytes and parsed once when the transfer ends. A request that needs options the previous one
-/// did not leave behind (pinned resolutions, another method) is preceded by `curl_easy_reset` and the
-/// full set-up. Freed in `deinit`. Never shared between threads while a transfer runs.
+/// reset (`curl_easy_reset`) and set up again instead of created and cleaned up per request. The
+/// header list and the body live in buffers the handle owns and grows (no `curl_slist_append` or
+/// `COPYPOSTFIELDS` copy per request); response headers are kept as raw bytes and parsed once when
+/// the transfer ends. Freed in `deinit`. Never shared between threads while a transfer runs.
 final class CurlEasy {
     private let handle: UnsafeMutableRawPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private let sockets: OpaquePointer?
     private let config: HTTP2Client.Configuration
-    /// What the options currently set on the handle assume: nil until configured, or after a reset.
-    private var shape: Shape?
+    /// Set once the handle carried a transfer (the next one starts with `curl_easy_reset`).
+    private var used = false
     private var resolveList: UnsafeMutablePointer<curl_slist>?
     private var headerText = ByteBuffer()
     private var headerNodes: UnsafeMutablePointer<curl_slist>
@@ -32,7 +30,7 @@ final class CurlEasy {
     private(set) var body: [UInt8] = []
     private(set) var bodyTruncated = false
 
-    /// The options a request needs beyond the per-request ones; a change needs a reset.
+    /// The options a request needs beyond the per-request ones.
     private struct Shape: Equatable {
         var get: Bool
         var customMethod: String?
@@ -84,12 +82,12 @@ final class CurlEasy {
         let method = request.method
         let wanted = Shape(get: method == "GET", customMethod: method == "GET" || method == "POST" ? nil : method,
                            resolve: request.resolve)
-        if shape != wanted {
-            if shape != nil { curl_easy_reset(handle) }
-            shape = nil
-            try configureFixed(wanted)
-            shape = wanted
-        }
+        // Always reset a used handle: libcurl keeps per-transfer state in it that only a reset (or a
+        // new handle) clears, e.g. the retry counter of "connection died, retrying a fresh connect"
+        // after a GOAWAY, which would otherwise add up over the handle's transfers until it refuses.
+        if used { curl_easy_reset(handle) }
+        used = true
+        try configureFixed(wanted)
         status = 0
         body = []
         bodyTruncated = false
@@ -198,10 +196,7 @@ final class CurlEasy {
     }
 
     private func check(_ code: CURLcode) throws {
-        guard code == CURLE_OK else {
-            shape = nil  // half-configured: start from a reset next time
-            throw HTTPClientError.curlInit(Self.describe(code))
-        }
+        guard code == CURLE_OK else { throw HTTPClientError.curlInit(Self.describe(code)) }
     }
 
     // MARK: - Results

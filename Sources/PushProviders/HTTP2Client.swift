@@ -239,7 +239,11 @@ public final class HTTP2Client: @unchecked Sendable {
             var released = false
             var spins = 0  // performs in a row without a wait (bounded: never a busy loop)
             while unfinished {
-                if startedSinceWrite && client.configuration.corkWrites {
+                // Corked on every round with several transfers: libcurl writes a stream's HEADERS when
+                // it starts and its DATA on a later round, so later rounds write as much as the first.
+                // A lone transfer writes one or two small frames a round: two setsockopt calls a round
+                // would cost it more than the segment they save.
+                if client.configuration.corkWrites && active.count > 1 {
                     client.multi.cork(true)
                     _ = client.multi.perform()
                     client.multi.cork(false)

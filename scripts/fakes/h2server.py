@@ -183,6 +183,8 @@ class H2Protocol(asyncio.Protocol):
             self.tasks.pop(req.stream_id, None)
 
     async def answer(self, req):
+        if self.transport.is_closing():
+            return  # after a GOAWAY: streams above its last-stream-id are not processed (RFC 9113 §6.8)
         try:
             resp = await self.server.handler(req)
         except Exception as e:  # a fake bug must show up as a 500, not a silent hang
