@@ -367,6 +367,13 @@ def main():
     n_split = max(100, int(20_000 * s))            # all-encrypted and all-plaintext variants of (a)
     half = n_single // 2
     res = {}
+    if a.only == "providers":
+        res = provider_bench(a, s)
+        text = "# pushfleet benchmark results: provider clients only\n\n" + providers.markdown(res, a.cmdline)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(text)
+        return
 
     if not a.durable:
         # Measure the workers, not this machine's disk (fdatasync about 2.4 ms here): commits return
@@ -381,13 +388,6 @@ def main():
     probe_app = create_app("bench probe", False)
     n_fair = max(100, n_bcast // 2)                # fairness: a broadcast of 50,000 deliveries (25,000 users)
     t = time.time()
-    if a.only == "providers":
-        res = provider_bench(a, s)
-        text = "# pushfleet benchmark results: provider clients only\n\n" + providers.markdown(res, a.cmdline)
-        with open(a.out, "w") as f:
-            f.write(text)
-        print(text)
-        return
     if a.only == "fairness":
         psql_parallel([register_sql(open_app, "o", n_fair, 0.7), register_sql(probe_app, "q", 100, 0.7)])
         age_registrations()
