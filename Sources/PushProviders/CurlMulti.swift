@@ -1,10 +1,11 @@
 internal import CCurl
 internal import CPushShims
 
-/// Owns one libcurl multi handle (`CURLM*`) and with it the connection pool: connections stay
-/// open across batches while this object lives (PROTOCOLS.md A.7), and the set of their sockets
-/// (`cpush_socket_set`, filled by the easy handles' socket callbacks) that `cork` works on.
-/// Freed in `deinit`. Not thread-safe: `HTTP2Client` serializes every call.
+/// Owns one libcurl multi handle (`CURLM*`) and with it the connection pool: connections stay open
+/// across batches while this object lives (Apple's "Sending notification requests to APNs": keep
+/// connections open), and the set of their sockets (`cpush_socket_set`, filled by the easy handles'
+/// socket callbacks) that `cork` works on. Freed in `deinit`. Not thread-safe: `HTTP2Client`
+/// serializes every call.
 final class CurlMulti {
     private let handle: UnsafeMutableRawPointer
     /// The open sockets of this multi's connections (easy handles made with it report to it).

@@ -2,8 +2,9 @@ import Foundation
 internal import CCurl
 
 /// Sends batches of HTTPS requests concurrently over persistent, multiplexed HTTP/2 connections
-/// (libcurl multi, PROTOCOLS.md A.7). A batch blocks the calling thread until every request has an
-/// outcome; the worker calls it from its own thread, never from Swift's cooperative pool.
+/// (libcurl multi; Apple's "Sending notification requests to APNs" asks for kept-open connections). A
+/// batch blocks the calling thread until every request has an outcome; the worker calls it from its own
+/// thread, never from Swift's cooperative pool.
 ///
 /// Connections live in the client (its multi handle) and are reused by later batches; connections
 /// idle longer than `maxIdleSeconds` are closed before reuse (CURLOPT_MAXAGE_CONN), and none is kept
@@ -109,7 +110,7 @@ public final class HTTP2Client: @unchecked Sendable {
 
     /// Sends all `requests` concurrently and waits for each to end.
     ///
-    /// Chunks and warm-up (PROTOCOLS.md A.5/A.7): a host gets at most `maxStreamsPerConnection` requests
+    /// Chunks and warm-up (Apple's "Sending notification requests to APNs"): a host gets at most `maxStreamsPerConnection` requests
     /// in flight per warm connection; the next request starts when one ends. A server may allow a
     /// single stream on a new connection until it has seen a valid request (APNs), and libcurl assumes
     /// 100 streams until the server's SETTINGS arrive, so a connection is opened by one request alone:
@@ -356,7 +357,8 @@ public final class HTTP2Client: @unchecked Sendable {
 
     fileprivate static func monotonicMillis() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
 
-    /// Maps a finished transfer to an outcome (PROTOCOLS.md A.6 "transport failures").
+    /// Maps a finished transfer to an outcome (a reset, refused stream or GOAWAY is retryable on a new
+    /// connection).
     fileprivate static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
         if result == CURLE_OK {
             return .response(HTTPResponse(status: easy.status, headers: easy.responseHeaders(), body: easy.body,

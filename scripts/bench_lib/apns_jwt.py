@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints an APNs provider token (ES256 JWT, PROTOCOLS.md A.5) for the nghttp2 prototype of
+"""Prints an APNs provider token (ES256 JWT, Apple's "Establishing a token-based connection to APNs") for the nghttp2 prototype of
 scripts/bench: header {"alg":"ES256","kid":KEY_ID}, claims {"iss":TEAM_ID,"iat":now}, raw r||s.
 
 Usage: apns_jwt.py KEY.p8 TEAM_ID KEY_ID

@@ -1,11 +1,12 @@
-"""Fake APNs provider API (tests only): HTTP/2 over TLS on 127.0.0.1, PROTOCOLS.md section A.
+"""Fake APNs provider API (tests only): HTTP/2 over TLS on 127.0.0.1, as Apple's
+"Sending notification requests to APNs" and "Handling notification responses from APNs" describe it.
 
 Checks what APNs checks for token auth: `authorization: bearer <JWT>` signed ES256 (raw 64-byte r||s,
 a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-id, `iat` not older than
 --max-token-age seconds; `apns-topic` = --topic (else 400 TopicDisallowed); `apns-push-type`;
 `apns-priority` in 10/5/1; numeric `apns-expiration`; `apns-collapse-id` <= 64 bytes; lower-case UUID
 `apns-id`; body 1..4096 bytes (413 PayloadTooLarge above).
-As APNs with token auth (A.5), a new connection allows one stream (--initial-streams, default 1) until
+As APNs with token auth ("Sending notification requests to APNs"), a new connection allows one stream (--initial-streams, default 1) until
 a request with a valid token has been seen, then --max-streams (default 1000) through a new SETTINGS
 frame; streams beyond the advertised limit get RST_STREAM REFUSED_STREAM. A token's signature is
 verified once (the first time its exact text is seen); its age is checked on every request.
@@ -21,7 +22,11 @@ Scenario by device-token prefix (the token in /3/device/<token>):
   goaway       -> GOAWAY (Shutdown) without answering, then close drop -> TCP close without answering
 anything else -> 200 with the apns-id. Every 200 is appended to --log as
 {"kind":"push","conn":n,"apns_id":..,"token":..,"topic":..,"priority":..,"expiration":..,
- "collapse_id":..,"iat":..,"jwt_sig":<first 16 chars of the signature>,"payload":<body text>}.
+ "collapse_id":..,"iat":..,"jwt_sig":<first 16 chars of the signature>,"jwt":<the whole JWT>,"payload":<body text>}.
+Every refused provider token (403) as {"kind":"jwt_refused","conn":n,"reason":..,"token":..,"jwt":<the JWT or null>}.
+With --expired-barrier N the first ExpiredProviderToken answers wait until N connections have sent an
+expired token (at most --expired-barrier-timeout seconds), so N clients (worker processes) are
+certain to have sent the same expired JWT before any of them learns it is expired.
 """
 import asyncio
 import base64
@@ -58,6 +63,22 @@ class FakeAPNs:
         self.args = args
         self.log = log
         self.verified = {}  # token text -> (iat, signature prefix), for tokens whose signature checked out
+        self.expired_conns = set()
+        self.barrier = None  # asyncio.Event, made inside the running loop
+
+    async def expired_barrier(self, conn_id):
+        """Holds an ExpiredProviderToken answer until --expired-barrier connections sent one (or the timeout)."""
+        if self.args.expired_barrier <= 1:
+            return
+        if self.barrier is None:
+            self.barrier = asyncio.Event()
+        self.expired_conns.add(conn_id)
+        if len(self.expired_conns) >= self.args.expired_barrier:
+            self.barrier.set()
+        try:
+            await asyncio.wait_for(self.barrier.wait(), self.args.expired_barrier_timeout)
+        except asyncio.TimeoutError:
+            self.barrier.set()  # give up waiting: later answers go out at once
 
     def check_jwt(self, authorization):
         """Returns (error Response or None, iat, signature prefix)."""
@@ -107,10 +128,16 @@ class FakeAPNs:
         for name in ("authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-id"):
             if req.count(name) > 1:
                 return reason(400, "DuplicateHeaders")
-        error, iat, sig = self.check_jwt(req.headers.get("authorization"))
+        authorization = req.headers.get("authorization") or ""
+        error, iat, sig = self.check_jwt(authorization)
         if error:
+            why = json.loads(error.body)["reason"]
+            jwt = authorization[len("bearer "):] if authorization.startswith("bearer ") else None
+            self.log.write({"kind": "jwt_refused", "conn": req.conn_id, "reason": why, "token": token, "jwt": jwt})
+            if why == "ExpiredProviderToken":
+                await self.expired_barrier(req.conn_id)
             return error
-        req.protocol.raise_stream_limit()  # A.5: more streams once a valid token was seen
+        req.protocol.raise_stream_limit()  # more streams once a valid token was seen
         h = req.headers
         topic = h.get("apns-topic")
         if not topic:
@@ -140,7 +167,8 @@ class FakeAPNs:
         self.log.write({"kind": "push", "conn": req.conn_id, "apns_id": apns_id, "token": token, "topic": topic,
                         "priority": h.get("apns-priority"), "expiration": h.get("apns-expiration"),
                         "collapse_id": h.get("apns-collapse-id"), "push_type": h.get("apns-push-type"),
-                        "iat": iat, "jwt_sig": sig, "payload": req.body.decode("utf-8", "replace")})
+                        "iat": iat, "jwt_sig": sig, "jwt": authorization[len("bearer "):],
+                        "payload": req.body.decode("utf-8", "replace")})
         return Response(200, b"", [("apns-id", apns_id)])
 
     async def scenario(self, token):
@@ -186,7 +214,10 @@ def main():
     p.add_argument("--key-id", required=True)
     p.add_argument("--topic", required=True, help="the only topic this key may push to")
     p.add_argument("--max-token-age", type=int, default=3600, help="seconds before ExpiredProviderToken")
-    p.set_defaults(max_streams=1000, initial_streams=1)  # APNs with token auth (A.5, A.7)
+    p.set_defaults(max_streams=1000, initial_streams=1)  # as APNs with token auth
+    p.add_argument("--expired-barrier", type=int, default=0,
+                   help="hold the first ExpiredProviderToken answers until this many connections sent one")
+    p.add_argument("--expired-barrier-timeout", type=float, default=10.0, help="longest wait at the barrier, seconds")
     args = p.parse_args()
     log = h2server.JsonlLog(args.log)
     fake = FakeAPNs(args, log)
