@@ -28,6 +28,37 @@ ALTER TABLE push_apps ALTER COLUMN account_id SET NOT NULL;
 -- GET /v1/push/apps: an account's apps, newest first (keyset pagination on (created_at, id)).
 CREATE INDEX push_apps_account_idx ON push_apps (account_id, created_at DESC, id DESC);
 
+-- push_app_create, as in 0006, with the owning account: p_account_id (NULL: the default account).
+-- Restated whole and the 4-argument form dropped, so a caller of the previous release (four
+-- arguments) reaches this one through its default. NOT_FOUND for an unknown account.
+DROP FUNCTION push_app_create(text, boolean, text, text);
+CREATE FUNCTION push_app_create(p_name text, p_require_encryption boolean DEFAULT NULL,
+                                p_placeholder_title text DEFAULT NULL, p_placeholder_body text DEFAULT NULL,
+                                p_account_id uuid DEFAULT NULL)
+RETURNS TABLE (id uuid, name text, require_encryption boolean, placeholder_title text, placeholder_body text,
+               deleted boolean, created_at timestamptz, updated_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_account uuid := coalesce(p_account_id, push_default_account());
+BEGIN
+    IF p_name IS NULL THEN
+        PERFORM push_refuse('name', 'is required');
+    END IF;
+    PERFORM push_check_app_fields(p_name, p_placeholder_title, p_placeholder_body);
+    PERFORM 1 FROM push_accounts c WHERE c.id = v_account;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'NOT_FOUND: account % does not exist', v_account USING COLUMN = 'account_id';
+    END IF;
+    RETURN QUERY
+        INSERT INTO push_apps AS a (name, require_encryption, placeholder_title, placeholder_body, account_id)
+        VALUES (p_name, coalesce(p_require_encryption, false), coalesce(p_placeholder_title, 'New notification'),
+                coalesce(p_placeholder_body, ''), v_account)
+        RETURNING a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
+                  a.deleted_at IS NOT NULL, a.created_at, a.updated_at;
+END
+$$;
+
 -- R-API-1, R-API-3: a key belongs to one account and one mode; only its SHA-256 is stored (the key
 -- is 190 random bits, so a fast hash is enough and keeps the per-request check one index probe),
 -- with its first characters for display. `permissions` is the canonical text of R-API-2

@@ -6,7 +6,7 @@ import PushWorker
 
 /// The API's request handler: route, credential, rate limit, permission, body, then the route's
 /// work on one pooled database session, and one JSON answer. Every write goes through
-/// `AcceptanceBridge` (the acceptance path the CLI shares, R-API-6); reads are scoped to the key's
+/// `AcceptanceService` (the acceptance path the CLI shares, R-API-6); reads are scoped to the key's
 /// account and mode (`APIReadStore`). No input yields a 5xx: a database that cannot be reached is
 /// 503 within the pool's fail-fast window, and anything unexpected is a logged 500 (a bug).
 public final class APIHandler: HTTPHandler, @unchecked Sendable {
@@ -70,7 +70,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         } catch let e as PGError {
             return respond(databaseError(e, route: route, request: request), route: route, keyPrefix: keyPrefix)
         } catch let e as PushError {
-            return respond(AcceptanceBridge.apiError(e), route: route, keyPrefix: keyPrefix)
+            return respond(AcceptanceMapping.apiError(e), route: route, keyPrefix: keyPrefix)
         } catch {
             log.error("api.internal_error", ["route": route, "request_id": request.requestID, "error": String(describing: error)])
             return respond(.internalError(), route: route, keyPrefix: keyPrefix)
@@ -193,7 +193,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     /// 503 for an unreachable or busy database, the stable code of the SQL functions' own
     /// refusals (`CODE: message`), 500 for anything else (logged: a bug).
     func databaseError(_ e: PGError, route: String, request: HTTPRequest) -> APIError {
-        if let domain = DeviceRegistry.domainError(e) { return AcceptanceBridge.apiError(domain) }
+        if let domain = StoreErrors.domainError(e) { return AcceptanceMapping.apiError(domain) }
         // PostgreSQL text cannot hold NUL: refused before anything is sent.
         if e.code == .encode { return .validation("text fields may not contain NUL (\\u0000)", field: nil) }
         metrics.dbErrors.increment()

@@ -1,17 +1,23 @@
 import Foundation
+import PushAcceptance
 import PushCore
 import PushStore
 
 /// Each route's work, for one authenticated and permitted request, on one session: parse ids
 /// (a malformed id is 404, R-API-4), check ownership (another account's object is 404, R-API-1),
-/// call the acceptance path for writes, and read back what the answer shows.
+/// call the acceptance service for every write (R-API-6), and answer what it stored or read.
 struct APIRoutes {
     let connection: PGConnection
     let principal: APIPrincipal
     let request: HTTPRequest
 
     var reads: APIReadStore { APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode) }
-    var acceptance: AcceptanceBridge { AcceptanceBridge(connection: connection, mode: principal.mode) }
+    var acceptance: AcceptanceService { AcceptanceService(connection: connection) }
+
+    /// Runs an acceptance call, its refusals as the API's errors (database failures pass through).
+    func accepted<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as AcceptanceError { throw AcceptanceMapping.apiError(e) }
+    }
 
     func run(_ route: APIRoute, id: String?, body: RouteBody) throws -> HTTPResponse {
         switch (route, body) {
@@ -35,9 +41,8 @@ struct APIRoutes {
 
     func registerDevice(_ b: DeviceBody) throws -> HTTPResponse {
         let app = try ownedApp(b.appID, field: "app_id")
-        let result = try acceptance.register(appID: app, b)
-        guard let device = try reads.device(id: result.deviceID) else { throw APIError.internalError() }
-        return ok(ResponseBodies.device(device))
+        let result = try accepted { try acceptance.registerDevice(AcceptanceMapping.registration(b, appID: app, mode: principal.mode)) }
+        return ok(ResponseBodies.device(APIDevice(result.device)))
     }
 
     func listDevices() throws -> HTTPResponse {
@@ -63,7 +68,9 @@ struct APIRoutes {
 
     func deleteDevice(_ id: String?) throws -> HTTPResponse {
         let device = try visibleDevice(id)
-        _ = try acceptance.deleteDevice(appID: device.appID, deviceID: device.id)
+        if device.active {
+            try accepted { try acceptance.deleteDevice(appID: device.appID, mode: principal.mode, deviceID: device.id) }
+        }
         guard let after = try reads.device(id: device.id) else { throw APIError.notFound("no such device") }
         return ok(ResponseBodies.device(after))
     }
@@ -71,9 +78,12 @@ struct APIRoutes {
     // MARK: - Apps
 
     func createApp(_ b: AppBody) throws -> HTTPResponse {
-        let app = try acceptance.createApp(accountID: principal.accountID, b)
-        guard let shown = try reads.app(id: app.id) else { throw APIError.internalError() }
-        return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(shown)))
+        let app = try accepted {
+            try acceptance.createApp(AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
+                                                      placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
+                                                      accountID: principal.accountID))
+        }
+        return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(APIApp(app))))
     }
 
     func listApps() throws -> HTTPResponse {
@@ -94,10 +104,12 @@ struct APIRoutes {
             throw APIError.forbidden("changing require_encryption needs a live key (it governs live traffic)",
                                      field: "require_encryption")
         }
-        guard try acceptance.updateApp(id: current.id, b) != nil, let shown = try reads.app(id: current.id) else {
-            throw APIError.notFound("no such push app")
+        let app = try accepted {
+            try acceptance.updateApp(id: current.id, AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
+                                                                      placeholderTitle: b.placeholderTitle,
+                                                                      placeholderBody: b.placeholderBody))
         }
-        return ok(ResponseBodies.app(shown))
+        return ok(ResponseBodies.app(APIApp(app)))
     }
 
     // MARK: - Notifications
@@ -114,13 +126,12 @@ struct APIRoutes {
                 return id
             }
         }
-        let key = request.header("idempotency-key")
-        if let key, key.isEmpty || key.unicodeScalars.count > 255 {
-            throw APIError.validation("Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
-        }
-        let (id, created) = try acceptance.send(appID: app, b, deviceIDs: devices, idempotencyKey: key)
-        guard let shown = try reads.notification(id: id) else { throw APIError.internalError() }
-        return HTTPResponse(status: created ? 201 : 200, headers: json + (created ? [] : [("Idempotent-Replayed", "true")]),
+        let request = AcceptanceMapping.send(b, appID: app, mode: principal.mode, deviceIDs: devices,
+                                             idempotencyKey: self.request.header("idempotency-key"))
+        let result = try accepted { try acceptance.send(request) }
+        guard let shown = try reads.notification(id: result.notificationID) else { throw APIError.internalError() }
+        return HTTPResponse(status: result.created ? 201 : 200,
+                            headers: json + (result.created ? [] : [("Idempotent-Replayed", "true")]),
                             body: JSONWriter.bytes(ResponseBodies.notification(shown)))
     }
 
@@ -142,14 +153,12 @@ struct APIRoutes {
         return ok(ResponseBodies.list(page, ResponseBodies.notification))
     }
 
-    /// 409 `NOT_CANCELLABLE` once its send time has come or it is final.
+    /// 409 `NOT_CANCELLABLE` once its send time has come or it is final (the acceptance service's).
     func cancel(_ id: String?) throws -> HTTPResponse {
-        guard let text = id, let nid = PrefixedID.parse(text, as: .notification), try reads.notificationApp(id: nid) != nil else {
+        guard let text = id, let nid = PrefixedID.parse(text, as: .notification), let app = try reads.notificationApp(id: nid) else {
             throw APIError.notFound("no such notification")
         }
-        guard try acceptance.cancel(id: nid) else {
-            throw APIError(status: 409, code: "NOT_CANCELLABLE", message: "its send time has come or it is final")
-        }
+        try accepted { try acceptance.cancelNotification(id: nid, appID: app, mode: principal.mode) }
         return ok(ResponseBodies.notification(try visibleNotification(text)))
     }
 

@@ -94,7 +94,7 @@ public final class HTTPServer: @unchecked Sendable {
         guard let d else {
             throw APIConfigError(code: "API_START", message: "cannot listen on \(config.address) (address in use or not local?)")
         }
-        let bound = cpush_mhd_bound_port(d)
+        let bound = cpush_http_bound_port(d)
         let server = HTTPServer(daemon: d, port: bound == 0 ? config.address.port : bound, core: core)
         core.workers?.start()
         let sweeper = Thread { [weak server] in

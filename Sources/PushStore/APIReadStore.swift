@@ -3,54 +3,111 @@ import PushCore
 
 /// A device as the API shows it (R-DEV-3): never its key or token, only `encryption_key_id`.
 public struct APIDevice: Sendable, Equatable {
+    /// The device id.
     public var id: UUID
+    /// Its push app.
     public var appID: UUID
+    /// `ios`, `android` or `web`.
     public var platform: String
+    /// The user it belongs to (R-DEV-2).
     public var userID: String
+    /// `sandbox` or `production` for iOS, else nil.
     public var apnsEnvironment: String?
+    /// False once deleted or displaced (R-DEV-5, R-DEV-7).
     public var active: Bool
+    /// The kid of its key, nil without one.
     public var encryptionKeyID: String?
+    /// First registration of its token or endpoint.
     public var createdAt: Date
+    /// Latest registration.
     public var lastRegisteredAt: Date
+
+    /// Makes a device value.
+    public init(id: UUID, appID: UUID, platform: String, userID: String, apnsEnvironment: String?, active: Bool,
+                encryptionKeyID: String?, createdAt: Date, lastRegisteredAt: Date) {
+        self.id = id
+        self.appID = appID
+        self.platform = platform
+        self.userID = userID
+        self.apnsEnvironment = apnsEnvironment
+        self.active = active
+        self.encryptionKeyID = encryptionKeyID
+        self.createdAt = createdAt
+        self.lastRegisteredAt = lastRegisteredAt
+    }
 }
 
 /// A push app as the API shows it (R-APP-1).
 public struct APIApp: Sendable, Equatable {
+    /// The app id.
     public var id: UUID
+    /// Its name.
     public var name: String
+    /// R-APP-1, read at send time (R-APP-2).
     public var requireEncryption: Bool
+    /// iOS placeholder title for encrypted pushes.
     public var placeholderTitle: String
+    /// iOS placeholder body.
     public var placeholderBody: String
+    /// When it was created.
     public var createdAt: Date
+
+    /// Makes an app value.
+    public init(id: UUID, name: String, requireEncryption: Bool, placeholderTitle: String, placeholderBody: String,
+                createdAt: Date) {
+        self.id = id
+        self.name = name
+        self.requireEncryption = requireEncryption
+        self.placeholderTitle = placeholderTitle
+        self.placeholderBody = placeholderBody
+        self.createdAt = createdAt
+    }
 }
 
 /// One delivery of a notification, as the API shows it (R-SEND-8).
 public struct APIDelivery: Sendable, Equatable {
+    /// The device.
     public var deviceID: UUID
+    /// `retrying`, `sent` or `failed`.
     public var status: String
+    /// Sealed to the device's key (or RFC 8291 for web).
     public var encrypted: Bool
+    /// Why it failed, when it did.
     public var errorCode: String?
+    /// Provider attempts made.
     public var attempts: Int
 }
 
 /// A notification as the API shows it: `encrypted` is nil until its send time (R-SEND-2);
 /// `deliveries` is nil in lists.
 public struct APINotification: Sendable, Equatable {
+    /// The notification id.
     public var id: UUID
+    /// Its push app.
     public var appID: UUID
+    /// `pending`, `sending`, `sent`, `sms_fallback`, `failed` or `cancelled`.
     public var status: String
+    /// The app's `require_encryption` at the send time; nil before it.
     public var encrypted: Bool?
+    /// Deliveries that net one charge (R-SEND-9).
     public var deviceCount: Int
+    /// Why it failed, when it did.
     public var errorCode: String?
+    /// The scheduled time, if any.
     public var sendAt: Date?
+    /// When it was accepted.
     public var acceptedAt: Date
+    /// When it became final.
     public var finishedAt: Date?
+    /// Its deliveries (nil in lists).
     public var deliveries: [APIDelivery]?
 }
 
 /// One page of a list: at most the limit asked for, and whether more follow.
 public struct APIPage<Item: Sendable>: Sendable {
+    /// The page's items, newest first.
     public var items: [Item]
+    /// True when more follow (`starting_after` the last one).
     public var hasMore: Bool
 }
 
@@ -72,6 +129,7 @@ public final class APIReadStore {
         self.mode = mode
     }
 
+    /// The device, when this account and mode see it.
     public func device(id: UUID) throws -> APIDevice? {
         let r = try connection.execPrepared(name: "pushfleet_api_device_get", sql: APIQueries.deviceGet,
                                             params: [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
@@ -89,11 +147,13 @@ public final class APIReadStore {
         return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
     }
 
+    /// The app, when this account owns it.
     public func app(id: UUID) throws -> APIApp? {
         let r = try connection.exec(APIQueries.appGet, [.uuid(id), .uuid(accountID)])
         return r.rowCount == 0 ? nil : try Self.app(r, 0)
     }
 
+    /// The account's apps, newest first, after the app `after` of the previous page.
     public func apps(after: UUID?, limit: Int) throws -> APIPage<APIApp> {
         let r = try connection.exec(APIQueries.appList, [.uuid(accountID), after.map(PGValue.uuid), .int(limit + 1)])
         let all = try r.rows.map { try Self.app(r, $0) }
@@ -126,6 +186,7 @@ public final class APIReadStore {
         return r.rowCount == 0 ? nil : try r.uuid(0, "app_id")
     }
 
+    /// Notifications newest first, optionally of one app and status, after `after`.
     public func notifications(appID: UUID?, status: String?, after: UUID?, limit: Int) throws -> APIPage<APINotification> {
         let r = try connection.exec(APIQueries.notificationList, [
             .uuid(accountID), appID.map(PGValue.uuid), .text(mode.rawValue), status.map(PGValue.text),
@@ -176,18 +237,21 @@ public final class APIKeyedReads {
     /// Reads on `connection`.
     public init(connection: PGConnection) { self.connection = connection }
 
+    /// The key and the device, in one statement.
     public func device(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APIDevice> {
         let r = try connection.execPrepared(name: "pushfleet_api_keyed_device", sql: APIKeyedQueries.device,
                                             params: [.bytea(keyHash), .uuid(id)])
         return KeyedRead(principal: try AccountStore.principal(r), object: try visible(r) ? APIReadStore.device(r, 0) : nil)
     }
 
+    /// The key and the app, in one statement.
     public func app(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APIApp> {
         let r = try connection.execPrepared(name: "pushfleet_api_keyed_app", sql: APIKeyedQueries.app,
                                             params: [.bytea(keyHash), .uuid(id)])
         return KeyedRead(principal: try AccountStore.principal(r), object: try visible(r) ? APIReadStore.app(r, 0) : nil)
     }
 
+    /// The key and the notification with its deliveries, in one statement.
     public func notification(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APINotification> {
         let r = try connection.execPrepared(name: "pushfleet_api_keyed_notification", sql: APIKeyedQueries.notification,
                                             params: [.bytea(keyHash), .uuid(id)])

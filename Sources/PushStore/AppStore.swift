@@ -3,12 +3,16 @@ import PushCore
 
 /// A push app as stored (R-APP-1).
 public struct PushApp: Sendable, Codable, Equatable {
-    public var id: UUID
+    @LowercaseUUID public var id: UUID
     public var name: String
     public var requireEncryption: Bool
     public var placeholderTitle: String
     public var placeholderBody: String
     public var deleted: Bool
+    /// When the app was created.
+    public var createdAt: Date
+    /// When its fields last changed.
+    public var updatedAt: Date
 }
 
 /// Push apps: create, update (policy and placeholders), get, delete (soft).
@@ -19,29 +23,37 @@ public final class AppStore {
         self.connection = connection
     }
 
-    /// Creates an app; nil arguments take the defaults of R-APP-1. `accountID` owns it (R-API-1);
-    /// nil: the default account (sql/0008). - Throws: `PushError` `NOT_FOUND` for an unknown account.
+    /// Creates an app through `push_app_create` (sql/0008); nil arguments take the defaults of R-APP-1.
+    /// `accountID` owns it (R-API-1); nil: the default account (sql/0008).
+    /// - Throws: `PushError` `VALIDATION_ERROR` naming the field out of its bounds (R-LIM-1),
+    ///   `NOT_FOUND` for an unknown account; `PGError` on database failure.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, accountID: UUID? = nil) throws -> PushApp {
-        let r = try connection.exec(RegistryQueries.appCreate, [
-            .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-            placeholderBody.map(PGValue.text), accountID.map(PGValue.uuid),
-        ])
-        guard r.rowCount == 1 else { throw PushError(.notFound, "no such account") }
-        return try Self.decode(r)
+        try StoreErrors.mapped {
+            try Self.decode(connection.exec(RegistryQueries.appCreate, [
+                .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
+                placeholderBody.map(PGValue.text), accountID.map(PGValue.uuid),
+            ]))
+        }
     }
 
-    /// Updates the given fields; nil leaves a field unchanged. Takes effect for notifications
-    /// already queued too (R-APP-2: the policy is read at send time). Turning `require_encryption`
-    /// off records a `push_app.encryption_disabled` event (live mode) in the same statement.
-    /// Returns nil for an unknown app.
+    /// Updates the given fields through `push_app_update` (sql/0006); nil leaves a field unchanged.
+    /// Takes effect for notifications already queued too (R-APP-2: the policy is read at send
+    /// time); turning `require_encryption` off records `push_app.encryption_disabled`. Returns nil
+    /// for an unknown or deleted app.
+    /// - Throws: `PushError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
     public func appUpdate(id: UUID, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, name: String? = nil) throws -> PushApp? {
-        let r = try connection.exec(RegistryQueries.appUpdate, [
-            .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-            placeholderBody.map(PGValue.text), name.map(PGValue.text),
-        ])
-        return r.rowCount == 0 ? nil : try Self.decode(r)
+        do {
+            return try StoreErrors.mapped {
+                try Self.decode(connection.exec(RegistryQueries.appUpdate, [
+                    .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
+                    placeholderBody.map(PGValue.text), name.map(PGValue.text),
+                ]))
+            }
+        } catch let e as PushError where e.code == .notFound {
+            return nil
+        }
     }
 
     /// The app, or nil.
@@ -60,6 +72,7 @@ public final class AppStore {
         PushApp(id: try r.uuid(0, "id"), name: try r.string(0, "name"),
                 requireEncryption: try r.bool(0, "require_encryption"),
                 placeholderTitle: try r.string(0, "placeholder_title"),
-                placeholderBody: try r.string(0, "placeholder_body"), deleted: try r.bool(0, "deleted"))
+                placeholderBody: try r.string(0, "placeholder_body"), deleted: try r.bool(0, "deleted"),
+                createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
     }
 }

@@ -38,7 +38,7 @@ final class APIRoundTripTests: APITestCase {
 
     func testNotificationsReplayCancelAndList() throws {
         try register(token: "rt_device")
-        let body = #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"t","send_at":"2099-01-01T00:00:00Z"}"#
+        let body = #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"t","send_at":"\#(APITestCase.inADay)"}"#
         let created = try call("POST", "/v1/push/notifications", key: testKey, json: body, headers: [("Idempotency-Key", "k-1")])
         XCTAssertEqual(created.status, 201, created.text)
         XCTAssertNil(created.headers["idempotent-replayed"])

@@ -76,6 +76,12 @@ class APITestCase: XCTestCase {
                                                     rateLimitPerSecond: rate).key
     }
 
+    /// An RFC 3339 time a day ahead (a scheduled notification that stays cancellable).
+    static var inADay: String {
+        let f = ISO8601DateFormatter()
+        return f.string(from: Date().addingTimeInterval(86_400))
+    }
+
     var appID: String { PrefixedID.format(.app, app) }
     var otherAppID: String { PrefixedID.format(.app, otherApp) }
 

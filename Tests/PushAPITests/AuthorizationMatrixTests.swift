@@ -16,7 +16,7 @@ final class AuthorizationMatrixTests: APITestCase {
         var f = Fixture()
         f.testDevice = try register(token: "matrix_device")
         let n = try call("POST", "/v1/push/notifications", key: testKey,
-                         json: #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"t","send_at":"2099-01-01T00:00:00Z"}"#)
+                         json: #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"t","send_at":"\#(APITestCase.inADay)"}"#)
         XCTAssertEqual(n.status, 201, n.text)
         f.testNotification = try XCTUnwrap(n.json["id"] as? String)
         return f

@@ -36,6 +36,9 @@ struct MHD_Daemon *cpush_http_start(const struct cpush_http_options *options,
                                     void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *con),
                                     void *cls);
 
+/// The port the daemon listens on (after starting on port 0); 0 when unknown.
+uint16_t cpush_http_bound_port(struct MHD_Daemon *daemon);
+
 /// The connection's socket, or -1.
 int cpush_http_connection_fd(struct MHD_Connection *connection);
 
