@@ -6,7 +6,7 @@ Imported by check_deploy.py, which owns the command line; each check takes (root
 import os
 
 from check_deploy import API_MANAGEMENT_PORT, API_PORT, by_kind, dig, env_value, manifests, rel
-from check_deploy_more import parse_unit, seconds
+from check_deploy_more import check_long_running_unit, parse_unit
 
 API = "pushfleet-api"
 
@@ -88,19 +88,6 @@ def check_api_unit(root, p):
     values = {}
     for _, key, value in entries:
         values.setdefault(key, []).append(value)
-    one = {k: v[-1] for k, v in values.items()}
-    p.expect(one.get("ExecStart", "").endswith(" api"), where, "ExecStart must run `pushfleet api`")
-    p.expect(one.get("Restart") == "always", where, "Restart=always required")
-    p.expect(one.get("KillSignal") == "SIGTERM", where, "KillSignal=SIGTERM required")
-    drain = 20
-    for env in values.get("Environment", []):
-        if env.startswith("PUSHFLEET_API_DRAIN_SECONDS="):
-            drain = int(env.split("=", 1)[1])
-    stop = seconds(one.get("TimeoutStopSec"))
-    p.expect(stop is not None and stop >= drain + 5, where,
-             f"TimeoutStopSec ({one.get('TimeoutStopSec')}) must exceed the drain ({drain} s) by 5 s or more")
-    p.expect("pushfleet-migrate.service" in " ".join(values.get("After", [])), where,
-             "must start After=pushfleet-migrate.service")
-
+    check_long_running_unit(p, where, values, "api", "PUSHFLEET_API_DRAIN_SECONDS", 20)
 
 CHECKS = {"api": check_api, "api-unit": check_api_unit}

@@ -44,13 +44,7 @@ public final class APIMetrics: @unchecked Sendable {
         }
         header("pushfleet_api_request_duration_seconds", "histogram", "API request latency by route template.")
         for (route, h) in latency.snapshot.sorted(by: { $0.key < $1.key }) {
-            let s = h.snapshot
-            for (i, b) in h.bounds.enumerated() {
-                out += "pushfleet_api_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(b)\"} \(s.buckets[i])\n"
-            }
-            out += "pushfleet_api_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(s.count)\n"
-            out += "pushfleet_api_request_duration_seconds_sum{route=\"\(route)\"} \(s.sum)\n"
-            out += "pushfleet_api_request_duration_seconds_count{route=\"\(route)\"} \(s.count)\n"
+            out += WorkerMetrics.histogramLines("pushfleet_api_request_duration_seconds", h, labels: "route=\"\(route)\",")
         }
         header("pushfleet_api_rate_limited_total", "counter", "API requests refused with 429.")
         out += "pushfleet_api_rate_limited_total \(num(rateLimited.current))\n"

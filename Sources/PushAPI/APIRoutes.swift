@@ -41,8 +41,11 @@ struct APIRoutes {
 
     func registerDevice(_ b: DeviceBody) throws -> HTTPResponse {
         let app = try ownedApp(b.appID, field: "app_id")
-        let result = try accepted { try acceptance.registerDevice(AcceptanceMapping.registration(b, appID: app, mode: principal.mode)) }
-        return ok(ResponseBodies.device(APIDevice(result.device)))
+        var registration = b.request
+        registration.appID = app
+        registration.mode = principal.mode
+        let result = try accepted { try acceptance.registerDevice(registration) }
+        return ok(ResponseBodies.device(result.device))
     }
 
     func listDevices() throws -> HTTPResponse {
@@ -126,9 +129,12 @@ struct APIRoutes {
                 return id
             }
         }
-        let request = AcceptanceMapping.send(b, appID: app, mode: principal.mode, deviceIDs: devices,
-                                             idempotencyKey: self.request.header("idempotency-key"))
-        let result = try accepted { try acceptance.send(request) }
+        var send = b.request
+        send.appID = app
+        send.mode = principal.mode
+        send.deviceIDs = devices
+        send.idempotencyKey = request.header("idempotency-key")
+        let result = try accepted { try acceptance.send(send) }
         guard let shown = try reads.notification(id: result.notificationID) else { throw APIError.internalError() }
         return HTTPResponse(status: result.created ? 201 : 200,
                             headers: json + (result.created ? [] : [("Idempotent-Replayed", "true")]),
@@ -178,7 +184,7 @@ struct APIRoutes {
         return id
     }
 
-    func visibleDevice(_ text: String?) throws -> APIDevice {
+    func visibleDevice(_ text: String?) throws -> StoredDevice {
         guard let text, let id = PrefixedID.parse(text, as: .device), let d = try reads.device(id: id) else {
             throw APIError.notFound("no such device")
         }

@@ -1,26 +1,14 @@
 import Foundation
+import PushAcceptance
 import PushCore
 
-/// `PUT /v1/push/devices` (R-DEV-1): the fields as sent, typed; the rules of R-DEV-1..4 are the
-/// acceptance service's.
+/// `PUT /v1/push/devices` (R-DEV-1): the app as sent, and the rest as the acceptance service's
+/// request (R-API-6: the rules of R-DEV-1..4 are its own). The route sets the app and the mode.
 public struct DeviceBody: Sendable {
     /// The app, as sent (`papp_...`).
     public var appID: String
-    public var platform: String
-    public var token: String?
-    /// Web only: `{"endpoint", "keys": {"p256dh", "auth"}}`.
-    public var subscription: Subscription?
-    public var userID: String
-    public var apnsEnvironment: String?
-    /// Absent keeps, `null` removes, a value replaces (R-DEV-4).
-    public var encryptionPublicKey: Presence<String>
-
-    /// A browser's push subscription (RFC 8030 endpoint, RFC 8291 keys), as sent.
-    public struct Subscription: Sendable {
-        public var endpoint: String
-        public var p256dh: String
-        public var auth: String
-    }
+    /// The registration; `appID` and `mode` are placeholders until the route sets them.
+    public var request: DeviceRegistrationRequest
 
     /// Reads the body. - Throws: `APIError` 400 (not JSON, wrong types), 422 (missing or unknown).
     public static func decode(_ body: [UInt8]) throws -> DeviceBody {
@@ -28,7 +16,7 @@ public struct DeviceBody: Sendable {
         let appID = try f.requiredString("app_id")
         let platform = try f.requiredString("platform")
         let token = try f.string("token")
-        var subscription: Subscription?
+        var subscription: DeviceRegistrationRequest.WebSubscription?
         if let s = try f.object("subscription") {
             var sf = JSONFields(s, prefix: "subscription.")
             let endpoint = try sf.requiredString("endpoint")
@@ -37,16 +25,25 @@ public struct DeviceBody: Sendable {
             let p256dh = try kf.requiredString("p256dh"), auth = try kf.requiredString("auth")
             try kf.finish()
             try sf.finish()
-            subscription = Subscription(endpoint: endpoint, p256dh: p256dh, auth: auth)
+            subscription = .init(endpoint: endpoint, p256dh: p256dh, auth: auth)
         }
         let userID = try f.requiredString("user_id")
         let environment = try f.string("apns_environment")
-        let key = try f.presence("encryption_public_key")
+        let key: DeviceRegistrationRequest.EncryptionKeyChange
+        switch try f.presence("encryption_public_key") {
+        case .absent: key = .keep
+        case .null: key = .remove
+        case .value(let text): key = .set(text)
+        }
         try f.finish()
-        return DeviceBody(appID: appID, platform: platform, token: token, subscription: subscription, userID: userID,
-                          apnsEnvironment: environment, encryptionPublicKey: key)
+        return DeviceBody(appID: appID, request: DeviceRegistrationRequest(
+            appID: placeholderID, mode: .test, platform: platform, token: token, subscription: subscription,
+            userID: userID, apnsEnvironment: environment, encryptionKey: key))
     }
 }
+
+/// The all-zero UUID: what a request's app holds until the route has checked the one sent.
+let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
 /// `POST /v1/push/apps` and `PATCH /v1/push/apps/:id` (R-APP-1).
 public struct AppBody: Sendable {
@@ -67,62 +64,46 @@ public struct AppBody: Sendable {
     }
 }
 
-/// `POST /v1/push/notifications` (R-SEND-1): the content and how it travels, typed.
+/// `POST /v1/push/notifications` (R-SEND-1): the app and device ids as sent, and the rest as the
+/// acceptance service's request; the route sets the app, mode, devices and idempotency key.
 public struct NotificationBody: Sendable {
+    /// The app, as sent (`papp_...`).
     public var appID: String
-    public var userIDs: [String]
     /// Optional narrowing, as sent (`pdev_...`).
     public var deviceIDs: [String]?
-    public var title: String?
-    public var body: String?
-    /// The `data` object as compact JSON text in the client's key order (R-ENC-9).
-    public var data: String?
-    public var badge: Int?
-    public var sound: String?
-    public var threadID: String?
-    public var collapseKey: String?
-    public var priority: String?
-    /// RFC 3339 with an offset.
-    public var sendAt: Date?
-    public var ttl: Int?
-    public var smsPhone: String?
-    public var smsText: String?
+    /// The notification; `appID` and `mode` are placeholders until the route sets them.
+    public var request: SendRequest
 
-    /// Reads the body. - Throws: `APIError` 400 / 422.
+    /// Reads the body (`data` kept as compact JSON text in the client's key order, R-ENC-9;
+    /// `send_at` RFC 3339 with an offset). - Throws: `APIError` 400 / 422.
     public static func decode(_ body: [UInt8]) throws -> NotificationBody {
         var f = try JSONFields.parseBody(body)
         let appID = try f.requiredString("app_id")
         guard let users = try f.strings("user_ids") else { throw f.missing("user_ids") }
-        var n = NotificationBody(appID: appID, userIDs: users)
-        n.deviceIDs = try f.strings("device_ids")
-        n.title = try f.string("title")
-        n.body = try f.string("body")
-        n.data = try f.object("data").map { JSONWriter.string(.object($0)) }
-        n.badge = try f.int("badge")
-        n.sound = try f.string("sound")
-        n.threadID = try f.string("thread_id")
-        n.collapseKey = try f.string("collapse_key")
-        n.priority = try f.string("priority")
+        var r = SendRequest(appID: placeholderID, mode: .test, userIDs: users)
+        let devices = try f.strings("device_ids")
+        r.title = try f.string("title")
+        r.body = try f.string("body")
+        r.data = try f.object("data").map { JSONWriter.string(.object($0)) }
+        r.badge = try f.int("badge")
+        r.sound = try f.string("sound")
+        r.threadID = try f.string("thread_id")
+        r.collapseKey = try f.string("collapse_key")
+        r.priority = try f.string("priority")
         if let text = try f.string("send_at") {
             guard let date = RFC3339.parse(text) else {
                 throw APIError.validation("send_at must be an RFC 3339 time with an offset (2026-11-29T12:00:00Z)", field: "send_at")
             }
-            n.sendAt = date
+            r.sendAt = date
         }
-        n.ttl = try f.int("ttl")
+        r.ttlSeconds = try f.int("ttl")
         if let sms = try f.object("sms_fallback") {
             var sf = JSONFields(sms, prefix: "sms_fallback.")
-            n.smsPhone = try sf.requiredString("phone")
-            n.smsText = try sf.requiredString("text")
+            r.smsFallback = .init(phone: try sf.requiredString("phone"), text: try sf.requiredString("text"))
             try sf.finish()
         }
         try f.finish()
-        return n
-    }
-
-    init(appID: String, userIDs: [String]) {
-        self.appID = appID
-        self.userIDs = userIDs
+        return NotificationBody(appID: appID, deviceIDs: devices, request: r)
     }
 }
 

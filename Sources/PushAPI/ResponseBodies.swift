@@ -11,7 +11,7 @@ enum ResponseBodies {
     static func bool(_ b: Bool?) -> JSONValue { b.map(JSONValue.bool) ?? .null }
     static func int(_ n: Int) -> JSONValue { .number(String(n)) }
 
-    static func device(_ d: APIDevice) -> JSONValue {
+    static func device(_ d: StoredDevice) -> JSONValue {
         .object(JSONObject([
             .init("id", .string(PrefixedID.format(.device, d.id))), .init("object", .string("push_device")),
             .init("app_id", .string(PrefixedID.format(.app, d.appID))), .init("platform", .string(d.platform)),

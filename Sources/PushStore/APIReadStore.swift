@@ -1,42 +1,6 @@
 import Foundation
 import PushCore
 
-/// A device as the API shows it (R-DEV-3): never its key or token, only `encryption_key_id`.
-public struct APIDevice: Sendable, Equatable {
-    /// The device id.
-    public var id: UUID
-    /// Its push app.
-    public var appID: UUID
-    /// `ios`, `android` or `web`.
-    public var platform: String
-    /// The user it belongs to (R-DEV-2).
-    public var userID: String
-    /// `sandbox` or `production` for iOS, else nil.
-    public var apnsEnvironment: String?
-    /// False once deleted or displaced (R-DEV-5, R-DEV-7).
-    public var active: Bool
-    /// The kid of its key, nil without one.
-    public var encryptionKeyID: String?
-    /// First registration of its token or endpoint.
-    public var createdAt: Date
-    /// Latest registration.
-    public var lastRegisteredAt: Date
-
-    /// Makes a device value.
-    public init(id: UUID, appID: UUID, platform: String, userID: String, apnsEnvironment: String?, active: Bool,
-                encryptionKeyID: String?, createdAt: Date, lastRegisteredAt: Date) {
-        self.id = id
-        self.appID = appID
-        self.platform = platform
-        self.userID = userID
-        self.apnsEnvironment = apnsEnvironment
-        self.active = active
-        self.encryptionKeyID = encryptionKeyID
-        self.createdAt = createdAt
-        self.lastRegisteredAt = lastRegisteredAt
-    }
-}
-
 /// A push app as the API shows it (R-APP-1).
 public struct APIApp: Sendable, Equatable {
     /// The app id.
@@ -130,7 +94,7 @@ public final class APIReadStore {
     }
 
     /// The device, when this account and mode see it.
-    public func device(id: UUID) throws -> APIDevice? {
+    public func device(id: UUID) throws -> StoredDevice? {
         let r = try connection.execPrepared(name: "pushfleet_api_device_get", sql: APIQueries.deviceGet,
                                             params: [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
         return r.rowCount == 0 ? nil : try Self.device(r, 0)
@@ -138,7 +102,7 @@ public final class APIReadStore {
 
     /// Devices newest first; `after` is the last device of the previous page (it must be visible:
     /// check with `device(id:)` first). Fetches `limit + 1` rows to tell `hasMore`.
-    public func devices(appID: UUID?, userID: String?, active: Bool?, after: UUID?, limit: Int) throws -> APIPage<APIDevice> {
+    public func devices(appID: UUID?, userID: String?, active: Bool?, after: UUID?, limit: Int) throws -> APIPage<StoredDevice> {
         let r = try connection.exec(APIQueries.deviceList, [
             .uuid(accountID), appID.map(PGValue.uuid), .text(mode.rawValue), userID.map(PGValue.text),
             active.map(PGValue.bool), after.map(PGValue.uuid), .int(limit + 1),
@@ -196,8 +160,8 @@ public final class APIReadStore {
         return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
     }
 
-    static func device(_ r: PGResult, _ i: Int) throws -> APIDevice {
-        APIDevice(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), platform: try r.string(i, "platform"),
+    static func device(_ r: PGResult, _ i: Int) throws -> StoredDevice {
+        StoredDevice(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), platform: try r.string(i, "platform"),
                   userID: try r.string(i, "user_id"), apnsEnvironment: try r.decode(i, "apns_environment"),
                   active: try r.bool(i, "active"), encryptionKeyID: try r.decode(i, "kid"),
                   createdAt: try r.date(i, "created_at"), lastRegisteredAt: try r.date(i, "last_registered_at"))
@@ -238,7 +202,7 @@ public final class APIKeyedReads {
     public init(connection: PGConnection) { self.connection = connection }
 
     /// The key and the device, in one statement.
-    public func device(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APIDevice> {
+    public func device(keyHash: [UInt8], id: UUID) throws -> KeyedRead<StoredDevice> {
         let r = try connection.execPrepared(name: "pushfleet_api_keyed_device", sql: APIKeyedQueries.device,
                                             params: [.bytea(keyHash), .uuid(id)])
         return KeyedRead(principal: try AccountStore.principal(r), object: try visible(r) ? APIReadStore.device(r, 0) : nil)

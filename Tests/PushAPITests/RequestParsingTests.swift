@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import PushAPI
+import PushAcceptance
 import PushCore
 
 /// The pure layers of the API: routing, strict body decoding (wrong types 400, unknown fields
@@ -40,13 +41,16 @@ final class RequestParsingTests: XCTestCase {
 
     func testDeviceBodiesAreStrict() throws {
         let ok = try DeviceBody.decode(Array(#"{"app_id":"papp_1","token":"t","platform":"ios","user_id":"u","apns_environment":"sandbox","encryption_public_key":null}"#.utf8))
-        XCTAssertEqual(ok.token, "t")
-        if case .null = ok.encryptionPublicKey {} else { XCTFail("null must mean remove (R-DEV-4)") }
+        XCTAssertEqual(ok.request.token, "t")
+        XCTAssertEqual(ok.appID, "papp_1")
+        XCTAssertEqual(ok.request.encryptionKey, .remove, "null must mean remove (R-DEV-4)")
         let absent = try DeviceBody.decode(Array(#"{"app_id":"a","token":"t","platform":"ios","user_id":"u"}"#.utf8))
-        if case .absent = absent.encryptionPublicKey {} else { XCTFail("absent must mean keep (R-DEV-4)") }
+        XCTAssertEqual(absent.request.encryptionKey, .keep, "absent must mean keep (R-DEV-4)")
+        let set = try DeviceBody.decode(Array(#"{"app_id":"a","token":"t","platform":"ios","user_id":"u","encryption_public_key":"k"}"#.utf8))
+        XCTAssertEqual(set.request.encryptionKey, .set("k"))
         let web = try DeviceBody.decode(Array(#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"https://e","keys":{"p256dh":"p","auth":"q"}}}"#.utf8))
-        XCTAssertEqual(web.subscription?.endpoint, "https://e")
-        XCTAssertEqual(web.subscription?.auth, "q")
+        XCTAssertEqual(web.request.subscription?.endpoint, "https://e")
+        XCTAssertEqual(web.request.subscription?.auth, "q")
 
         let cases: [(String, Int, String?)] = [
             (#"{"app_id":"a","token":"t","platform":"ios","user_id":"u","tokn":"x"}"#, 422, "tokn"),
@@ -72,11 +76,12 @@ final class RequestParsingTests: XCTestCase {
 
     func testNotificationBodiesKeepDataOrderAndReadTimes() throws {
         let n = try NotificationBody.decode(Array(#"{"app_id":"a","user_ids":["u1","u2"],"data":{"z":1,"a":{"y":"é/"},"m":[1.50,true]},"badge":3,"send_at":"2026-11-29T12:00:00+01:00","ttl":60,"sms_fallback":{"phone":"+33600000000","text":"t"}}"#.utf8))
-        XCTAssertEqual(n.userIDs, ["u1", "u2"])
-        XCTAssertEqual(n.data, #"{"z":1,"a":{"y":"é/"},"m":[1.50,true]}"#)   // R-ENC-9: the client's order and numbers
-        XCTAssertEqual(n.badge, 3)
-        XCTAssertEqual(n.sendAt, Date(timeIntervalSince1970: 1_795_953_600 - 3600))
-        XCTAssertEqual(n.smsPhone, "+33600000000")
+        XCTAssertEqual(n.request.userIDs, ["u1", "u2"])
+        XCTAssertEqual(n.request.data, #"{"z":1,"a":{"y":"é/"},"m":[1.50,true]}"#)   // R-ENC-9: the client's order and numbers
+        XCTAssertEqual(n.request.badge, 3)
+        XCTAssertEqual(n.request.ttlSeconds, 60)
+        XCTAssertEqual(n.request.sendAt, Date(timeIntervalSince1970: 1_795_953_600 - 3600))
+        XCTAssertEqual(n.request.smsFallback?.phone, "+33600000000")
         let cases: [(String, Int, String?)] = [
             (#"{"app_id":"a","user_ids":"u"}"#, 400, "user_ids"),
             (#"{"app_id":"a","user_ids":["u",1]}"#, 400, "user_ids"),
