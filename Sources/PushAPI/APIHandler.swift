@@ -57,9 +57,9 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
                     answer.keyPrefix = keyPrefix
                     return answer
                 }
-                let principal = try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck)
-                try admit(principal, key: key, route: r, conn: conn)
-                let routes = APIRoutes(connection: conn, principal: principal!, request: request)
+                let principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
+                                          key: key, route: r, conn: conn)
+                let routes = APIRoutes(connection: conn, principal: principal, request: request)
                 var answer = try routes.run(r, id: id, body: try body.get())
                 answer.route = route
                 answer.keyPrefix = keyPrefix
@@ -93,7 +93,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
 
     /// The key's checks, in order: known, not revoked and of the mode its text says (401), within
     /// its rate (429, R-API part 6), holding the route's permission (403, R-API-2).
-    func admit(_ principal: APIPrincipal?, key: String, route: APIRoute, conn: PGConnection) throws {
+    @discardableResult
+    func admit(_ principal: APIPrincipal?, key: String, route: APIRoute, conn: PGConnection) throws -> APIPrincipal {
         guard let principal, !principal.revoked, principal.mode == APIKeyFormat.mode(of: key) else {
             throw APIError.unauthorized("unknown or revoked API key")
         }
@@ -111,6 +112,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         guard principal.permissions.allows(resource, access) else {
             throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
         }
+        return principal
     }
 
     /// GET of a device, an app or a notification by a well-formed id: the key and the object in one

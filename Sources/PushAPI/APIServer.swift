@@ -8,7 +8,7 @@ import PushWorker
 /// everything else live in PostgreSQL). TLS is the ingress's.
 public final class APIServer: @unchecked Sendable {
     /// The schema this build's API needs (sql/0008 holds accounts and keys).
-    public static let requiredSchemaVersion = max(ReadinessGate.requiredSchemaVersion, 8)
+    public static let requiredSchemaVersion = ReadinessGate.requiredSchemaVersion
 
     /// What to serve and how.
     public struct Config: Sendable {
@@ -134,11 +134,15 @@ final class ReadinessProbe: @unchecked Sendable {
             while !stopped.current {
                 var now = "ready"
                 do {
-                    if connection == nil || !(connection?.isHealthy ?? false) {
-                        connection = try PGConnection.connect(databaseURL, connectTimeoutSeconds: 2)
-                        try connection?.setStatementTimeout(milliseconds: 2_000)
+                    let session: PGConnection
+                    if let open = connection, open.isHealthy {
+                        session = open
+                    } else {
+                        session = try PGConnection.connect(databaseURL, connectTimeoutSeconds: 2)
+                        try session.setStatementTimeout(milliseconds: 2_000)
+                        connection = session
                     }
-                    let h = try HealthStore(connection: connection!).healthProbe()
+                    let h = try HealthStore(connection: session).healthProbe()
                     if h.schemaVersion < APIServer.requiredSchemaVersion { now = "SCHEMA_TOO_OLD" }
                     else if h.readOnly { now = "DATABASE_READ_ONLY" }
                 } catch {
