@@ -57,6 +57,14 @@ final class RateLimiter: @unchecked Sendable {
                 stocks[keyID] = s
                 return .admitted
             }
+            // Requests of this replica that went to the bucket at the same time may have taken what
+            // it had: their stock is this request's too, and only an empty bucket with no stock
+            // here refuses.
+            if s.tokens > 0 && now < s.expiresAt {
+                s.tokens -= 1
+                stocks[keyID] = s
+                return .admitted
+            }
             s.emptyUntil = now + max(retryAfter, 0.01)
             stocks[keyID] = s
             return .limited(retryAfterSeconds: max(retryAfter, 0.01))

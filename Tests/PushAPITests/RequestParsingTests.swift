@@ -142,6 +142,18 @@ final class RequestParsingTests: XCTestCase {
         // Stock lapses after a second: the next request goes back to the bucket.
         XCTAssertEqual(limiter.admit(keyID: key, rate: 100, now: 11.7, take: take), .admitted)
         XCTAssertEqual(trips.count, 6)
+        // Two requests of one replica at the bucket at once: the first takes the last tokens, the
+        // second finds it empty, yet there is stock here, so it is admitted, not refused.
+        let racing = RateLimiter(), other = UUID()
+        var bucketLeft = 10
+        let second = racing.admit(keyID: other, rate: 100, now: 20, take: { _ in
+            let first = racing.admit(keyID: other, rate: 100, now: 20, take: { want in
+                let g = min(want, bucketLeft); bucketLeft -= g; return (g, 0)
+            })
+            XCTAssertEqual(first, .admitted)
+            return (0, 0.5)
+        })
+        XCTAssertEqual(second, .admitted, "stock a concurrent trip brought serves this request")
         XCTAssertEqual(RateLimiter.chunk(rate: 1), 1)
         XCTAssertEqual(RateLimiter.chunk(rate: 25), 3)
     }

@@ -3,7 +3,7 @@ PostgreSQL on this machine with durable commits (synchronous_commit on).
 
 For each route, wrk drives `pushfleet api` (release build) at a fixed concurrency, and pgbench runs
 the SQL call the route ends in at the same concurrency (prepared statements): PUT /v1/push/devices
-against push_register_device, POST /v1/push/notifications (one user, two devices) against
+against push_register_device_v2 (the registration the acceptance service calls), POST /v1/push/notifications (one user, two devices) against
 push_enqueue, GET /v1/push/notifications/{id} against the notification read. The API does more per
 request than that one call (the key lookup, the acceptance checks, the answer's read back), so the
 ratio says what the HTTP layer and the acceptance path cost. Each route is then run again paced to
@@ -155,8 +155,8 @@ def run(binary, url, psql, out, connections=16, seconds=8, reps=3):
     ]
     # The bare SQL each route ends in (the notification read is APIQueries.notificationGet's text).
     bare = [
-        ("push_register_device", "\\set n random(1, 2000000000)\n"
-         "SELECT device_id FROM push_register_device(:app::uuid, 'live', 'android', 'pgb' || :client_id || 'n' || :n, NULL, "
+        ("push_register_device_v2", "\\set n random(1, 2000000000)\n"
+         "SELECT device_id FROM push_register_device_v2(:app::uuid, 'live', 'android', 'pgb' || :client_id || 'n' || :n, NULL, "
          "NULL, NULL, 'pgb' || :client_id || 'n' || :n, NULL, 'keep', NULL, NULL, NULL, 20);\n"),
         ("push_enqueue", "SELECT notification_id FROM push_enqueue(:app::uuid, 'live', ARRAY['bench_user'], NULL, "
          "'Your order shipped', 'Order 42 is on its way', '{\"order\":\"42\"}', 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
