@@ -35,6 +35,11 @@ public final class NGHTTP2Client: HTTPTransport, @unchecked Sendable {
     /// Connection and safety limits (see `HTTPClientConfiguration`).
     public typealias Configuration = HTTPClientConfiguration
 
+    /// The stream flow-control window this client announces (SETTINGS_INITIAL_WINDOW_SIZE, 1 MiB;
+    /// the connection window is 16 MiB): answers are small, and a window that never closes saves
+    /// WINDOW_UPDATE round trips.
+    public static let streamWindowBytes = 1 << 20
+
     /// Limits in force.
     public let configuration: Configuration
     private let lock = NSLock()

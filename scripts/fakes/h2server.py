@@ -24,7 +24,8 @@ nothing above it is processed.
 Every accepted TCP+TLS connection is written to the JSONL log as {"kind": "connection", "conn": n},
 so tests can count connections (multiplexing check); every stream refused for exceeding the
 advertised SETTINGS_MAX_CONCURRENT_STREAMS as {"kind": "refused", "conn": n}; every PING received
-as {"kind": "ping", "conn": n} (h2 acknowledges it). The bound port is written to --port-file
+as {"kind": "ping", "conn": n} (h2 acknowledges it); the client's first SETTINGS as
+{"kind": "client_settings", "conn": n, "initial_window_size": v} (which client it was). The bound port is written to --port-file
 (atomically) and to stdout as "PORT <n>".
 """
 import argparse
@@ -106,6 +107,7 @@ class H2Protocol(asyncio.Protocol):
         self.window_open = asyncio.Event()
         self.flush_pending = False
         self.frozen = False
+        self.settings_logged = False
         self.goaway_last = None  # set by drain(): nothing above it is processed
 
     def connection_made(self, transport):
@@ -199,6 +201,11 @@ class H2Protocol(asyncio.Protocol):
                 self.window_open.set()
             elif isinstance(ev, h2.events.PingReceived):
                 self.server.log.write({"kind": "ping", "conn": self.conn_id})
+            elif isinstance(ev, h2.events.RemoteSettingsChanged) and not self.settings_logged:
+                self.settings_logged = True
+                window = ev.changed_settings.get(h2.settings.SettingCodes.INITIAL_WINDOW_SIZE)
+                self.server.log.write({"kind": "client_settings", "conn": self.conn_id,
+                                       "initial_window_size": window.new_value if window else None})
             elif isinstance(ev, h2.events.ConnectionTerminated):
                 self.transport.close()
         self.schedule_flush()
