@@ -198,10 +198,7 @@ final class H2Batch {
         slots[i].stream = stream
         slots[i].readsAtSend = conn.reads
         slots[i].attempts += 1
-        slots[i].bodyOffset = 0
-        slots[i].status = 0
-        slots[i].ended = false
-        slots[i].truncated = false
+        (slots[i].bodyOffset, slots[i].status, slots[i].ended, slots[i].truncated) = (0, 0, false, false)
         conn.inFlight += 1
         conn.lastUsedAt = now
         client.stats.transfersStarted += 1
@@ -367,15 +364,13 @@ final class H2Batch {
         guard current(i, conn, stream) else { return }
         if errorCode == NGHTTP2_NO_ERROR.rawValue && slots[i].ended && slots[i].status >= 200 {
             let headers = slots[i].headers, body = slots[i].body
-            slots[i].headers = [:]
-            slots[i].body = []
+            (slots[i].headers, slots[i].body) = ([:], [])
             conn.responses += 1
             conn.pool.failuresInARow = 0
             return finish(i, .response(HTTPResponse(status: slots[i].status, headers: headers, body: body,
                                                     bodyTruncated: slots[i].truncated, httpVersion: 2)))
         }
-        slots[i].headers = [:]
-        slots[i].body = []
+        (slots[i].headers, slots[i].body) = ([:], [])
         if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || (conn.goawayLastStreamId.map { stream > $0 } ?? false) {
             return refused(i, errorCode == NGHTTP2_REFUSED_STREAM.rawValue ? "RST_STREAM REFUSED_STREAM"
                                                                            : "above GOAWAY's last stream (\(conn.goawayDetail))")

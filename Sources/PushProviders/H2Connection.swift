@@ -258,7 +258,8 @@ final class H2Connection {
 
     /// Writes every frame the session has ready (one TLS write, one `send`); keeps what the socket refused.
     func flush() {
-        guard state == .ready, failure == nil, let session, let tls else { return }
+        guard failure == nil else { return }
+        guard state == .ready, let session, let tls else { return sendOut() }  // handshake bytes the socket refused
         while true {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)
@@ -282,6 +283,7 @@ final class H2Connection {
     }
 
     private func sendOut() {
+        guard fd >= 0 else { return }
         while outSent < out.count {
             let n = send(fd, out.base + outSent, out.count - outSent, Int32(MSG_NOSIGNAL))
             if n > 0 {
