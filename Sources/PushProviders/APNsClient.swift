@@ -3,10 +3,10 @@ import PushCore
 import PushCrypto
 
 /// APNs provider API client with token authentication (Apple's "Sending notification requests to APNs",
-/// "Establishing a token-based connection to APNs"): HTTP/2 multiplexed through
-/// `HTTPTransport` (`NGHTTP2Client` unless configured otherwise), one ES256 provider JWT per signing key from a `ProviderTokenCache` (`tokenCacheKey`:
-/// team, key id and the fingerprint of the `.p8`'s public key, so two apps share a JWT only when they
-/// hold the same key: issue 11).
+/// "Establishing a token-based connection to APNs"): HTTP/2 multiplexed through an `HTTPTransport`
+/// (`NGHTTP2Client` unless configured otherwise), one ES256 provider JWT per signing key from a
+/// `ProviderTokenCache` (`tokenCacheKey`: team, key id and the fingerprint of the `.p8`'s public key,
+/// so two apps share a JWT only when they hold the same key: issue 11).
 ///
 /// Token lifetime ("Establishing a token-based connection to APNs"): a JWT is reused until `tokenRefreshSeconds` (45 min, never under
 /// `tokenMinimumAgeSeconds`, 20 min) after its `iat`. After an `ExpiredProviderToken` answer it is
