@@ -48,10 +48,19 @@ func httpRequestCompleted(cls: UnsafeMutableRawPointer?, connection: OpaquePoint
     report(core, state, status: state.status, abort: state.status == 0 ? (abort ?? "error") : abort)
 }
 
+/// Logs one exchange. A request whose answer a worker computed but that the connection closed
+/// before it could be queued (a client that gave up while its request ran) is logged with that
+/// answer's status, route and key, and `abort` "unsent": its work was done (a device registered,
+/// a notification accepted) though nobody read the answer. Status 0 is left for requests that
+/// never got an answer at all.
 private func report(_ core: ServerCore, _ state: RequestState, status: Int, abort: String?) {
-    core.handler.completed(HTTPExchange(method: String(state.method.prefix(16)), route: state.route, status: status,
+    var status = status, abort = abort, route = state.route, keyPrefix = state.keyPrefix, client = state.client
+    if status == 0, let unsent = state.answer {
+        (status, abort, route, keyPrefix, client) = (unsent.status, "unsent", unsent.route, unsent.keyPrefix, unsent.client)
+    }
+    core.handler.completed(HTTPExchange(method: String(state.method.prefix(16)), route: route, status: status,
                                         seconds: ConnectionTracker.now() - state.start, requestID: state.requestID,
-                                        keyPrefix: state.keyPrefix, client: state.client, abort: abort))
+                                        keyPrefix: keyPrefix, client: client, abort: abort))
 }
 
 func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,

@@ -90,4 +90,37 @@ final class APIRoundTripTests: APITestCase {
             XCTAssertTrue(metrics.contains(name), "\(name) missing from:\n\(metrics)")
         }
     }
+
+    /// A client that resets its connection while its registration runs (as wrk does at the end of
+    /// a run): the device is registered, and the exchange is counted with the answer its work got,
+    /// 200 on its route, never as a status-0 "unmatched" request. (Here libmicrohttpd calls the
+    /// handler again on resume before it sees the reset, so the answer is queued and the write
+    /// fails; when it sees the reset first, the answer is never queued and the access log says
+    /// `abort: "unsent"`. Which comes first is libmicrohttpd's timing; both must count 200.)
+    func testAClientGoneMidRequestIsCountedWithTheAnswerItsWorkGot() throws {
+        let holder = try db.database.connect()
+        try holder.exec("BEGIN")
+        try holder.exec("SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/test/gone_user', 0))", [.text(app.uuidString.lowercased())])
+        do {
+            let c = try RawHTTP(port: port)
+            try c.send(RawHTTP.requestBytes("PUT", "/v1/push/devices",
+                                            headers: [("Authorization", "Bearer \(testKey)"), ("Content-Type", "application/json")],
+                                            body: Array(deviceJSON(token: "gone_token", user: "gone_user").utf8)))
+            Thread.sleep(forTimeInterval: 0.3)
+            c.reset()   // the client gives up while its request waits on the user's registration lock
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        XCTAssertEqual(try count("push_devices", "token = 'gone_token'"), 0)
+        try holder.exec("COMMIT")
+        let management = try XCTUnwrap(server.managementServer).port
+        let counted = "pushfleet_api_requests_total{route=\"/v1/push/devices\",method=\"PUT\",status=\"200\"} 1"
+        var metrics = ""
+        for _ in 0..<50 where !metrics.contains(counted) {
+            Thread.sleep(forTimeInterval: 0.1)
+            metrics = try RawHTTP.call(port: management, "GET", "/metrics").text
+        }
+        XCTAssertTrue(metrics.contains(counted), metrics)
+        XCTAssertFalse(metrics.contains("status=\"0\""), metrics)
+        XCTAssertEqual(try count("push_devices", "token = 'gone_token'"), 1, "its work was done")
+    }
 }

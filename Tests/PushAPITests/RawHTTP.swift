@@ -41,7 +41,18 @@ final class RawHTTP {
         }
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { if !isClosed { Glibc.close(fd) } }
+
+    private var isClosed = false
+
+    /// Closes the socket at once with a reset (SO_LINGER 0), as a client that gives up does: the
+    /// server's next read on it fails instead of seeing an orderly end of file.
+    func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        Glibc.close(fd)
+        isClosed = true
+    }
 
     func send(_ bytes: [UInt8]) throws {
         var sent = 0

@@ -56,6 +56,7 @@ def median(values):
 
 def wrk(port, script, env, connections, seconds, threads=2):
     """(requests/s, p50 ms, p99 ms, non-2xx count) of one wrk run."""
+    env = dict(env, BENCH_RUN=str(time.time_ns()))   # each run registers tokens of its own (put_device.lua)
     out = subprocess.run(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--latency",
                           "-s", os.path.join(HERE, "wrk", script), f"http://127.0.0.1:{port}"],
                          capture_output=True, text=True, timeout=seconds + 60, env=dict(os.environ, **env)).stdout
@@ -198,7 +199,9 @@ def run(binary, url, psql, out, connections=16, seconds=8, reps=3):
             api.wait(timeout=60)
         for line in open(logf):
             if '"api.request"' in line:
-                status = json.loads(line)["status"]
+                o = json.loads(line)
+                # "unsent": answered after wrk had closed the connection at the end of a run.
+                status = f"{o['status']} {o['abort']}" if o.get("abort") else str(o["status"])
                 row["statuses"][status] = row["statuses"].get(status, 0) + 1
         api, port, _ = start_api(binary, url, "thread-per-connection", connections)
         try:

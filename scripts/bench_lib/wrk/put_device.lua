@@ -1,9 +1,15 @@
 -- PUT /v1/push/devices with a new token (and user) on every request, as new installs register.
--- Environment: BENCH_KEY, BENCH_APP; BENCH_DELAY_MS paces each connection (the half-rate run).
+-- Environment: BENCH_KEY, BENCH_APP; BENCH_RUN names the run (tokens are "wrk<run>t<thread>n<i>",
+-- so no run re-registers another run's tokens: Lua's math.random is unseeded and would repeat
+-- them); BENCH_DELAY_MS paces each connection (the half-rate run).
 local key, app = os.getenv("BENCH_KEY"), os.getenv("BENCH_APP")
-local counter, prefix = 0, "0"
-function setup(thread) thread:set("prefix", tostring(math.random(1, 2000000000))) end
-function init(args) prefix = wrk.thread:get("prefix") or tostring(math.random(1, 2000000000)) end
+local run = os.getenv("BENCH_RUN") or tostring(os.time())
+local threads, counter, prefix = 0, 0, "0"
+function setup(thread)
+  threads = threads + 1
+  thread:set("prefix", run .. "t" .. threads)
+end
+function init(args) prefix = wrk.thread:get("prefix") end
 request = function()
   counter = counter + 1
   local token = "wrk" .. prefix .. "n" .. counter
