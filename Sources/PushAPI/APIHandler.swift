@@ -163,13 +163,20 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     }
 
     /// The route's typed body (nil for routes without one), after the content type check.
+    /// A route without a body (cancel) takes none or `{}`: a member is refused like any unknown
+    /// field, so a caller expecting it to mean something learns it does not.
     static func body(_ route: APIRoute, _ request: HTTPRequest) throws -> RouteBody {
-        guard route.takesBody else { return .none }
+        let bodiless = !route.takesBody
+        if bodiless && (route != .cancelNotification || request.body.isEmpty) { return .none }
         let type = request.header("content-type")?.lowercased() ?? ""
         let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         let params = type.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
         guard media == "application/json", params.allSatisfy({ $0 == "charset=utf-8" || $0 == "charset=\"utf-8\"" }) else {
             throw APIError.unsupportedMediaType()
+        }
+        if bodiless {
+            try JSONFields.parseBody(request.body).finish()
+            return .none
         }
         switch route {
         case .registerDevice: return .device(try DeviceBody.decode(request.body))

@@ -53,6 +53,29 @@ public enum PrefixedID {
         return UUID(uuidString: text)
     }
 
+    /// `message` with each dashed UUID that follows `word` and a space ("notification 27d6a44e-...")
+    /// written as a prefixed id of `kind`, so a message the storage layer wrote names objects the
+    /// way the API does (R-API-4). Pure; text other than such UUIDs is kept byte for byte.
+    public static func prefixing(_ kind: IDKind, after word: String, in message: String) -> String {
+        let text = Array(message.utf8), marker = Array((word + " ").utf8)
+        var out: [UInt8] = [], i = 0
+        out.reserveCapacity(text.count)
+        while i < text.count {
+            if text[i...].starts(with: marker) {
+                out += marker
+                i += marker.count
+                if text.count - i >= 36, let id = UUID(uuidString: String(decoding: text[i..<(i + 36)], as: UTF8.self)) {
+                    out += Array(format(kind, id).utf8)
+                    i += 36
+                }
+            } else {
+                out.append(text[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     private static func uuid(fromHex hex: ArraySlice<UInt8>) -> UUID? {
         guard hex.count == 32 else { return nil }
         var raw = [UInt8](repeating: 0, count: 16)

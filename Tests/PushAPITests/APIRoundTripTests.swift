@@ -66,6 +66,31 @@ final class APIRoundTripTests: APITestCase {
         let again = try call("POST", "/v1/push/notifications/\(id)/cancel", key: testKey)
         XCTAssertEqual(again.status, 409)
         XCTAssertEqual(again.errorCode, "NOT_CANCELLABLE")
+        XCTAssertTrue(again.text.contains("notification \(id) "), again.text)
+        // The key reused with other content: the message names the first notification by its id (R-API-4).
+        let reused = try call("POST", "/v1/push/notifications", key: testKey,
+                              json: #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"other"}"#, headers: [("Idempotency-Key", "k-1")])
+        XCTAssertEqual(reused.status, 409, reused.text)
+        XCTAssertEqual(reused.errorCode, "IDEMPOTENCY_KEY_REUSED")
+        XCTAssertTrue(reused.text.contains("notification \(id) "), reused.text)
+    }
+
+    /// Cancel takes no body: none or `{}` is fine, a member is refused like any unknown field (so
+    /// nobody believes `{"reason": ...}` was kept), malformed JSON is 400, and nothing is cancelled.
+    func testCancelRefusesABodyWithMembers() throws {
+        try register(token: "cancel_body")
+        let body = #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"t","send_at":"\#(APITestCase.inADay)"}"#
+        let id = try XCTUnwrap(try call("POST", "/v1/push/notifications", key: testKey, json: body).json["id"] as? String)
+        let path = "/v1/push/notifications/\(id)/cancel"
+        let member = try call("POST", path, key: testKey, json: #"{"reason":"typo"}"#)
+        XCTAssertEqual(member.status, 422, member.text)
+        XCTAssertEqual(member.errorField, "reason")
+        XCTAssertEqual(try call("POST", path, key: testKey, json: "{").status, 400)
+        XCTAssertEqual(try call("POST", path, key: testKey, json: "{}", headers: [("Content-Type", "text/plain")]).status, 415)
+        XCTAssertEqual(try count("push_notifications", "status = 'cancelled'"), 0)
+        let empty = try call("POST", path, key: testKey, json: "{}")
+        XCTAssertEqual(empty.status, 200, empty.text)
+        XCTAssertEqual(empty.json["status"] as? String, "cancelled")
     }
 
     func testKeepAliveAndTheManagementAddress() throws {

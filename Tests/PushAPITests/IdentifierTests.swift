@@ -36,6 +36,19 @@ final class IdentifierTests: XCTestCase {
         XCTAssertNil(PrefixedID.parseLenient("0f1e2d3c4b5a69788796a5b4c3d2e1f0", as: .device))
     }
 
+    func testStorageMessagesNameObjectsByPrefixedID() throws {
+        let id = try XCTUnwrap(UUID(uuidString: "27d6a44e-6227-4399-93dd-32dbef2960e7"))
+        XCTAssertEqual(PrefixedID.prefixing(.notification, after: "notification",
+                                            in: "the idempotency key was used for notification \(id.uuidString.lowercased()) with another title"),
+                       "the idempotency key was used for notification pnot_27d6a44e6227439993dd32dbef2960e7 with another title")
+        XCTAssertEqual(PrefixedID.prefixing(.notification, after: "notification", in: "notification \(id.uuidString) cannot be cancelled"),
+                       "notification pnot_27d6a44e6227439993dd32dbef2960e7 cannot be cancelled", "upper case too")
+        for kept in ["no notification", "notification 27d6a44e-6227-4399-93dd", "notification x27d6a44e-6227-4399-93dd-32dbef2960e7",
+                     "notifications 27d6a44e-6227-4399-93dd-32dbef2960e7", "é notification ü", ""] {
+            XCTAssertEqual(PrefixedID.prefixing(.notification, after: "notification", in: kept), kept)
+        }
+    }
+
     func testKeysAreTheModePrefixAnd32Base62Characters() throws {
         var g = SystemRandomNumberGenerator()
         var seen = Set<String>()
