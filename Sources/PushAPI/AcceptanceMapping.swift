@@ -17,12 +17,7 @@ enum AcceptanceMapping {
         case .pushDeviceLimit, .idempotencyKeyReused, .notCancellable: status = 409
         default: status = 422
         }
-        // The storage layer names objects by UUID; the API's messages name them as its ids do.
-        var message = e.message
-        for (kind, word) in [(IDKind.notification, "notification"), (.device, "device"), (.app, "push app")] {
-            message = PrefixedID.prefixing(kind, after: word, in: message)
-        }
-        return APIError(status: status, code: e.code.rawValue, message: message, field: field, bytesToCut: e.bytesToCut)
+        return APIError(status: status, code: e.code.rawValue, message: e.message, field: field, bytesToCut: e.bytesToCut)
     }
 
     /// A store's own refusal (`PushError`), as the acceptance service would give it.

@@ -69,7 +69,7 @@ public final class AcceptanceService {
         guard let preview = try store.sendPreview(appID: request.appID, mode: request.mode.rawValue,
                                                   userIDs: request.userIDs, deviceIDs: request.deviceIDs),
               !preview.app.deleted else {
-            throw AcceptanceError(.notFound, "app_id: no push app \(request.appID.uuidString.lowercased())", field: "app_id")
+            throw AcceptanceError(.notFound, "app_id: no push app \(PrefixedID.format(.app, request.appID))", field: "app_id")
         }
         let planner = DeliveryPlanner(content: valid.content,
                                       placeholders: AppPlaceholders(title: preview.app.placeholderTitle,
@@ -100,7 +100,7 @@ public final class AcceptanceService {
     ///   is final; `PGError` on database failure.
     public func cancelNotification(id: UUID, appID: UUID? = nil, mode: Mode? = nil) throws {
         let store = NotificationStore(connection: try connection())
-        let shown = id.uuidString.lowercased()
+        let shown = PrefixedID.format(.notification, id)
         guard let scope = try store.scope(id: id), appID.map({ $0 == scope.appID }) ?? true,
               mode.map({ $0.rawValue == scope.mode }) ?? true else {
             throw AcceptanceError(.notFound, "no notification \(shown)")
@@ -148,7 +148,7 @@ public final class AcceptanceService {
     public func deleteDevice(appID: UUID, mode: Mode, deviceID: UUID) throws {
         let registry = DeviceRegistry(connection: try connection())
         guard try Self.stored({ try registry.delete(appID: appID, mode: mode, deviceID: deviceID) }) else {
-            throw AcceptanceError(.notFound, "no active device \(deviceID.uuidString.lowercased()) in this app and mode")
+            throw AcceptanceError(.notFound, "no active device \(PrefixedID.format(.device, deviceID)) in this app and mode")
         }
     }
 
@@ -183,7 +183,7 @@ public final class AcceptanceService {
                                 placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                 name: request.name)
         }) else {
-            throw AcceptanceError(.notFound, "no push app \(id.uuidString.lowercased())")
+            throw AcceptanceError(.notFound, "no push app \(PrefixedID.format(.app, id))")
         }
         return app
     }

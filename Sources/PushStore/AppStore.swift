@@ -3,7 +3,7 @@ import PushCore
 
 /// A push app as stored (R-APP-1).
 public struct PushApp: Sendable, Codable, Equatable {
-    @LowercaseUUID public var id: UUID
+    @PrefixedUUID<AppIDKind> public var id: UUID
     public var name: String
     public var requireEncryption: Bool
     public var placeholderTitle: String

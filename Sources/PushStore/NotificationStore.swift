@@ -34,7 +34,7 @@ public struct EnqueueRequest: Sendable {
 /// A notification with its deliveries and ledger, for `pushfleet notifications show`.
 public struct NotificationReport: Sendable, Codable {
     public struct Delivery: Sendable, Codable {
-        @LowercaseUUID public var deviceID: UUID
+        @PrefixedUUID<DeviceIDKind> public var deviceID: UUID
         public var status: String
         public var errorCode: String?
         public var errorDetail: String?
@@ -51,12 +51,12 @@ public struct NotificationReport: Sendable, Codable {
         public var payloadBytes: Int?
     }
     public struct LedgerRow: Sendable, Codable {
-        @LowercaseUUID public var deviceID: UUID
+        @PrefixedUUID<DeviceIDKind> public var deviceID: UUID
         public var kind: String
         public var reason: String?
     }
-    @LowercaseUUID public var id: UUID
-    @LowercaseUUID public var appID: UUID
+    @PrefixedUUID<NotificationIDKind> public var id: UUID
+    @PrefixedUUID<AppIDKind> public var appID: UUID
     public var mode: String
     public var status: String
     public var encrypted: Bool?

@@ -31,14 +31,14 @@ extension Commands {
         case "delete":
             let id = try appID(args, position: 2)
             let store = AppStore(connection: try connect())
-            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(id.uuidString.lowercased())") }
+            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(PrefixedID.format(.app, id))") }
             app = try store.appGet(id: id)
         default:
             throw CLIError.usage("apps \(sub.prefix(20)): unknown; see pushfleet apps --help")
         }
         guard let app else { throw PushError(.notFound, "no such push app") }
         out.emit(app) {
-            "app \(app.id.uuidString.lowercased())  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.deleted ? "  (deleted)" : "")"
+            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.deleted ? "  (deleted)" : "")"
         }
     }
 
@@ -68,20 +68,21 @@ extension Commands {
                 userID: try args.required("user"), apnsEnvironment: args.value("apns-environment"), encryptionKey: key,
                 allowLoopbackEndpoints: args.flag("allow-loopback-endpoints")))
             out.emit(RegisterOutput(r)) {
-                "device \(r.device.id.uuidString.lowercased())\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
+                "device \(PrefixedID.format(.device, r.device.id))\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
             }
         case "delete":
             guard args.positional.count > 2, let id = PrefixedID.parseLenient(args.positional[2], as: .device) else {
                 throw CLIError.usage("give the device id (pdev_... or a UUID)")
             }
             try service().deleteDevice(appID: app, mode: mode, deviceID: id)
-            out.emit(KV(fields: ["deleted": id.uuidString.lowercased()])) { "device \(id.uuidString.lowercased()) deactivated" }
+            let shown = PrefixedID.format(.device, id)
+            out.emit(KV(fields: ["deleted": shown])) { "device \(shown) deactivated" }
         case "list":
             let registry = DeviceRegistry(connection: try connect())
             let list = try registry.list(appID: app, mode: mode, userID: args.value("user"), active: try args.bool("active"))
             out.emit(list) {
                 list.map { d in
-                    "\(d.id.uuidString.lowercased())  \(d.platform)  user=\(d.userID)  kid=\(d.encryptionKeyID ?? "-")  \(d.active ? "active" : "inactive(\(d.deactivationReason ?? "?"))")"
+                    "\(PrefixedID.format(.device, d.id))  \(d.platform)  user=\(d.userID)  kid=\(d.encryptionKeyID ?? "-")  \(d.active ? "active" : "inactive(\(d.deactivationReason ?? "?"))")"
                 }.joined(separator: "\n")
             }
         default:
@@ -128,7 +129,7 @@ extension Commands {
             q.smsFallback = .init(phone: phone, text: text)
         }
         let r = try service().send(q)
-        let id = r.notificationID.uuidString.lowercased()
+        let id = PrefixedID.format(.notification, r.notificationID)
         out.emit(SendOutput(notificationID: r.notificationID, created: r.created, replayed: r.replayed)) {
             r.created ? id : "\(id) (a replay of the idempotency key: the first notification)"
         }
@@ -140,7 +141,7 @@ extension Commands {
         guard args.positional.count > 2, let id = PrefixedID.parseLenient(args.positional[2], as: .notification) else {
             throw CLIError.usage("give the notification id (pnot_... or a UUID)")
         }
-        let shown = id.uuidString.lowercased()
+        let shown = PrefixedID.format(.notification, id)
         switch sub {
         case "show":
             guard let r = try NotificationStore(connection: try connect()).report(id: id) else {

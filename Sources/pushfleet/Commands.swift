@@ -133,7 +133,7 @@ enum Commands {
             let list = try QueueStore(connection: try connect()).jobList(state: state, limit: limit)
             out.emit(list) {
                 list.isEmpty ? "no \(state) jobs" : list.map {
-                    "\($0.id)  \($0.kind)  notification=\($0.notificationID.uuidString.lowercased())  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")"
+                    "\($0.id)  \($0.kind)  notification=\(PrefixedID.format(.notification, $0.notificationID))  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")"
                 }.joined(separator: "\n")
             }
         case "retry":

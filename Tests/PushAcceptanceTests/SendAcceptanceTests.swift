@@ -122,10 +122,11 @@ final class SendAcceptanceTests: AcceptanceTestCase {
             } catch let e as AcceptanceError {
                 XCTAssertEqual(e.code, .idempotencyKeyReused, field)
                 XCTAssertEqual(e.field, "idempotency_key", field)
-                XCTAssertTrue(e.message.contains(field) && e.message.contains(first.notificationID.uuidString.lowercased()),
-                              e.message)
+                // The first notification named by its id (R-API-4), as the API and the CLI name it.
+                let shown = PrefixedID.format(.notification, first.notificationID)
+                XCTAssertTrue(e.message.contains(field) && e.message.contains(shown), e.message)
                 // The notification id is quoted on purpose; a random one may hold "43" itself.
-                let quoted = e.message.replacingOccurrences(of: first.notificationID.uuidString.lowercased(), with: "")
+                let quoted = e.message.replacingOccurrences(of: shown, with: "")
                 XCTAssertFalse(quoted.contains("c0de") || quoted.contains("43"), "no content quoted: \(e.message)")
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import XCTest
 
 /// Bad command-line input gets a clear error with its stable code before any database is touched:
@@ -77,6 +78,6 @@ final class CLIDatabaseTests: WorkerTestCase {
         let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
                                        environment: ["DATABASE_URL": database.conninfo])
         XCTAssertEqual(r.status, 1, r.output)
-        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(id.uuidString.lowercased())"), r.output)
+        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(PrefixedID.format(.notification, id))"), r.output)
     }
 }
