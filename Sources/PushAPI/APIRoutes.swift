@@ -133,7 +133,7 @@ struct APIRoutes {
         send.appID = app
         send.mode = principal.mode
         send.deviceIDs = devices
-        send.idempotencyKey = request.header("idempotency-key")
+        send.idempotencyKey = try request.utf8Header("idempotency-key", shown: "Idempotency-Key")
         let result = try accepted { try acceptance.send(send) }
         guard let shown = try reads.notification(id: result.notificationID) else { throw APIError.internalError() }
         return HTTPResponse(status: result.created ? 201 : 200,

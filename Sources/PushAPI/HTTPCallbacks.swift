@@ -163,9 +163,10 @@ private func readHeaders(_ connection: OpaquePointer, _ state: RequestState) {
     _ = MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
-        let name = String(cString: key), text = value.map { String(cString: $0) } ?? ""
+        let name = String(cString: key)
+        let (text, valid) = value.map(decodeUTF8) ?? ("", true)
         state.headerBytes += name.utf8.count + text.utf8.count
-        state.headers.append(HTTPRequest.Header(name, text))
+        state.headers.append(HTTPRequest.Header(name, text, validUTF8: valid))
         return .YES
     }, box)
 }
@@ -178,9 +179,17 @@ private func readQuery(_ connection: OpaquePointer, _ state: RequestState) {
         guard let cls, let key else { return .YES }
         let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
         guard state.query.count < 64 else { return .NO }
-        state.query.append(HTTPRequest.QueryItem(String(cString: key), value.map { String(cString: $0) }))
+        let (name, nameValid) = decodeUTF8(key)
+        let decoded = value.map(decodeUTF8)
+        state.query.append(HTTPRequest.QueryItem(name, decoded?.0, validUTF8: nameValid && decoded?.1 ?? true))
         return .YES
     }, box)
+}
+
+/// A C string as text, and whether its bytes were UTF-8 (else U+FFFD stands where they were not).
+private func decodeUTF8(_ c: UnsafePointer<CChar>) -> (String, Bool) {
+    if let s = String(validatingCString: c) { return (s, true) }
+    return (String(cString: c), false)
 }
 
 private func peerAddress(_ connection: OpaquePointer) -> String {

@@ -23,10 +23,14 @@ public struct HTTPRequest: Sendable {
         public var name: String
         /// Its value; nil for a bare name.
         public var value: String?
+        /// False when the decoded name or value was not UTF-8 (they hold U+FFFD where it was not,
+        /// so two different byte strings could read the same: the API refuses such an argument).
+        public var validUTF8: Bool
         /// Makes an item.
-        public init(_ name: String, _ value: String?) {
+        public init(_ name: String, _ value: String?, validUTF8: Bool = true) {
             self.name = name
             self.value = value
+            self.validUTF8 = validUTF8
         }
     }
 
@@ -34,12 +38,15 @@ public struct HTTPRequest: Sendable {
     public struct Header: Sendable, Equatable {
         /// Lower-cased name.
         public var name: String
-        /// The value as sent.
+        /// The value as sent (U+FFFD where its bytes were not UTF-8).
         public var value: String
+        /// False when the value's bytes were not UTF-8.
+        public var validUTF8: Bool
         /// Makes a header (the name is lower-cased).
-        public init(_ name: String, _ value: String) {
+        public init(_ name: String, _ value: String, validUTF8: Bool = true) {
             self.name = name.lowercased()
             self.value = value
+            self.validUTF8 = validUTF8
         }
     }
 
@@ -59,6 +66,16 @@ public struct HTTPRequest: Sendable {
     public func header(_ name: String) -> String? {
         let lower = name.lowercased()
         return headers.last(where: { $0.name == lower })?.value
+    }
+
+    /// The last header `name` when its value is UTF-8; nil when absent.
+    /// - Throws: `APIError` 400 `INVALID_REQUEST` naming the header when its bytes are not UTF-8
+    ///   (its value would be altered, and an altered idempotency key could match another's).
+    func utf8Header(_ name: String, shown: String) throws -> String? {
+        let lower = name.lowercased()
+        guard let h = headers.last(where: { $0.name == lower }) else { return nil }
+        guard h.validUTF8 else { throw APIError.invalidRequest("the \(shown) header is not valid UTF-8", field: shown) }
+        return h.value
     }
 }
 

@@ -133,6 +133,7 @@ struct ListQuery {
         var seen = Set<String>()
         for item in items {
             let name = String(item.name.prefix(64))
+            guard item.validUTF8 else { throw APIError.invalidRequest("\(name) is not valid UTF-8 (after percent-decoding)", field: name) }
             guard seen.insert(item.name).inserted else {
                 throw APIError.validation("\(name) is given twice", field: name)
             }

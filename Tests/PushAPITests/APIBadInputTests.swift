@@ -130,6 +130,20 @@ final class APIBadInputTests: APITestCase {
         try expect("idempotency key too long", status: 422, code: "VALIDATION_ERROR") {
             try send("", headers: [("Idempotency-Key", String(repeating: "k", count: 256))])
         }
+        // An Idempotency-Key that is not UTF-8 would be read with U+FFFD in place of its bytes, so
+        // two different keys (FF FE, FE FF) would name one notification: refused, naming the header.
+        for bytes: [UInt8] in [[0xff, 0xfe], [0xfe, 0xff]] {
+            try expect("Idempotency-Key \(bytes) not UTF-8", status: 400, code: "INVALID_REQUEST", field: "Idempotency-Key") {
+                let body = Array("{\"app_id\":\"\(appID)\",\"user_ids\":[\"user_1042\"]}".utf8)
+                let head = Array("POST /v1/push/notifications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nIdempotency-Key: k".utf8)
+                let c = try RawHTTP(port: port)
+                try c.send(head + bytes + Array("\r\n\r\n".utf8) + body)
+                return try c.readResponse()
+            }
+        }
+        try expect("query value not UTF-8", status: 400, code: "INVALID_REQUEST", field: "user_id") {
+            try call("GET", "/v1/push/devices?user_id=%ff%fe", key: testKey)
+        }
         // R-SEND-7 at acceptance: the exact rule, with bytes_to_cut in the error object (R-API-5).
         let before = try fingerprint()
         let big = try send(",\"title\":\"t\",\"body\":\"\(String(repeating: "z", count: 4_090))\"")
