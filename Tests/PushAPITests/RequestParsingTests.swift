@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 @testable import PushAPI
 import PushAcceptance
 import PushCore
@@ -33,6 +34,34 @@ final class RequestParsingTests: XCTestCase {
         XCTAssertTrue(APIRoute.cancelNotification.permission == (.push, .write))
         XCTAssertTrue(APIRoute.updateApp.permission == (.pushApps, .write))
         XCTAssertTrue(APIRoute.listApps.permission == (.pushApps, .read))
+    }
+
+    /// docs/openapi.yaml lists exactly the server's routes (method and path template), each with
+    /// the permission the server checks (`x-permission`, R-API-2): the document cannot name a
+    /// route the server lacks, miss one, or promise another permission.
+    func testTheOpenAPIDocumentListsEveryRouteWithItsPermission() throws {
+        let text = try String(contentsOf: RepoPaths.root.appendingPathComponent("docs/openapi.yaml"), encoding: .utf8)
+        var documented: [String: String] = [:]   // "GET /v1/push/devices" -> "push:r"
+        var path: String?, method: String?
+        var inPaths = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if !line.hasPrefix(" ") { inPaths = line == "paths:"; path = nil; continue }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
+                path = String(line.dropFirst(2).dropLast()); method = nil
+            } else if let m = ["get", "put", "post", "patch", "delete"].first(where: { line == "    \($0):" }) {
+                method = m.uppercased()
+                if let path { documented["\(m.uppercased()) \(path)"] = "" }
+            } else if line.hasPrefix("      x-permission: "), let path, let method {
+                documented["\(method) \(path)"] = String(line.dropFirst("      x-permission: ".count))
+            }
+        }
+        var served: [String: String] = [:]
+        for route in APIRoute.allCases {
+            let (resource, access) = route.permission
+            served["\(route.method) \(route.template)"] = "\(resource.rawValue):\(access.rawValue)"
+        }
+        XCTAssertEqual(documented, served)
     }
 
     private func refusal(_ body: String, decode: ([UInt8]) throws -> Void) -> APIError? {
