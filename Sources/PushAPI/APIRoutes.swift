@@ -133,7 +133,7 @@ struct APIRoutes {
         send.appID = app
         send.mode = principal.mode
         send.deviceIDs = devices
-        send.idempotencyKey = try request.utf8Header("idempotency-key", shown: "Idempotency-Key")
+        send.idempotencyKey = try idempotencyKey()
         let result = try accepted { try acceptance.send(send) }
         guard let shown = try reads.notification(id: result.notificationID) else { throw APIError.internalError() }
         return HTTPResponse(status: result.created ? 201 : 200,
@@ -169,6 +169,19 @@ struct APIRoutes {
     }
 
     // MARK: - Helpers
+
+    /// The `Idempotency-Key` header, as its wire form allows: visible ASCII (0x21 to 0x7E), as
+    /// docs/openapi.yaml says. A header value that is not UTF-8 would be read altered (two keys
+    /// could read the same), and spaces, tabs and other bytes do not survive every proxy as sent;
+    /// either is 400 naming the header. Its length is the acceptance service's rule (R-SEND-1).
+    func idempotencyKey() throws -> String? {
+        guard let key = try request.utf8Header("idempotency-key", shown: "Idempotency-Key") else { return nil }
+        guard key.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            throw APIError.invalidRequest("the Idempotency-Key header takes visible ASCII characters only (0x21 to 0x7E)",
+                                          field: "Idempotency-Key")
+        }
+        return key
+    }
 
     var json: [(String, String)] { [("Content-Type", "application/json")] }
 

@@ -141,6 +141,11 @@ final class APIBadInputTests: APITestCase {
                 return try c.readResponse()
             }
         }
+        for key in ["a b", "a\tb", "été"] {
+            try expect("Idempotency-Key \(key) not visible ASCII", status: 400, code: "INVALID_REQUEST", field: "Idempotency-Key") {
+                try send("", headers: [("Idempotency-Key", key)])
+            }
+        }
         try expect("query value not UTF-8", status: 400, code: "INVALID_REQUEST", field: "user_id") {
             try call("GET", "/v1/push/devices?user_id=%ff%fe", key: testKey)
         }
