@@ -8,7 +8,7 @@ enum CurlGlobal {
 
 /// Owns one libcurl easy handle (`CURL*`) for one transfer, plus what must outlive the transfer:
 /// the header list, the error buffer, and the response being collected. Freed in `deinit`.
-/// Used by `HTTP2Client` only; never shared between threads while a transfer runs.
+/// Used by `HTTP2Client` and `HTTPTransferPool`; never shared between threads while a transfer runs.
 final class CurlEasy {
     private let handle: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
@@ -58,7 +58,7 @@ final class CurlEasy {
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        try set(CURLOPT_PIPEWAIT, 1)
+        if config.pipeWait { try set(CURLOPT_PIPEWAIT, 1) }
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
         if let ca = config.caFile { try set(CURLOPT_CAINFO, ca) }
@@ -70,7 +70,7 @@ final class CurlEasy {
         try set(CURLOPT_TCP_KEEPIDLE, config.tcpKeepAliveSeconds)
         try set(CURLOPT_TCP_KEEPINTVL, config.tcpKeepAliveSeconds)
         try set(CURLOPT_UPKEEP_INTERVAL_MS, config.upkeepIntervalMillis)
-        try set(CURLOPT_PROTOCOLS_STR, "https")
+        try set(CURLOPT_PROTOCOLS_STR, config.allowedProtocols)
         // Never follow a redirect: a provider answer is final, and a Location could point anywhere.
         try set(CURLOPT_FOLLOWLOCATION, 0)
         if !request.resolve.isEmpty {

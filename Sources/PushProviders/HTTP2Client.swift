@@ -40,6 +40,12 @@ public final class HTTP2Client: @unchecked Sendable {
         public var warmUpMillis: Int = 1_000
         /// Largest response body kept, in bytes; the rest is read and dropped. Default 64 KiB.
         public var maxResponseBodyBytes: Int = 64 * 1024
+        /// Schemes libcurl may use (CURLOPT_PROTOCOLS_STR). Default `https`; `http,https` only where a
+        /// caller admits plain HTTP to loopback (webhooks in test mode, `PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK`).
+        public var allowedProtocols: String = "https"
+        /// Wait for an HTTP/2 connection being set up rather than open another (CURLOPT_PIPEWAIT).
+        /// Default true (providers multiplex); false for webhook endpoints, mostly HTTP/1.1.
+        public var pipeWait: Bool = true
 
         /// Defaults, with an optional CA file (tests pass their fake CA).
         public init(caFile: String? = nil) { self.caFile = caFile }
@@ -167,7 +173,7 @@ public final class HTTP2Client: @unchecked Sendable {
     }
 
     /// Maps a finished transfer to an outcome (PROTOCOLS.md A.6 "transport failures").
-    private static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
+    static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
         if result == CURLE_OK {
             return .response(HTTPResponse(status: easy.status, headers: easy.headers, body: easy.body,
                                           bodyTruncated: easy.bodyTruncated, httpVersion: easy.httpVersion))
