@@ -6,8 +6,9 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0003_registry is the newest migration it uses.
-    public static let requiredSchemaVersion = 5
+    /// The schema version this build needs: sql/0009_webhooks is the newest migration it uses (the
+    /// webhook dispatcher, and retention deleting events with their outbox rows).
+    public static let requiredSchemaVersion = 9
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {

@@ -16,6 +16,7 @@ per secret, in file order), tampered_body_refused, tampered_timestamp_refused, s
 event_id (the body's id), received_at (Unix seconds, float).
 
   webhook_receiver.py --secrets-dir DIR --log FILE [--port 0] [--port-file FILE] [--cert PEM --key PEM]
+                      [--delay-ms N]   (wait N ms before every answer: keeps requests in flight)
   prints {"port": N} when ready; SIGTERM/SIGINT stop it. With --cert/--key it speaks HTTPS (TLS 1.2+).
 """
 import argparse
@@ -53,8 +54,9 @@ class Receiver(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address, secrets_dir, log_path):
+    def __init__(self, address, secrets_dir, log_path, delay):
         super().__init__(address, Handler)
+        self.delay = delay
         self.secrets_dir = secrets_dir
         self.log_path = log_path
         self.lock = threading.Lock()
@@ -119,6 +121,8 @@ class Handler(BaseHTTPRequestHandler):
             STOP.wait(60)
             self.close_connection = True
             return
+        if server.delay:
+            time.sleep(server.delay)
         reply = b'{"ok":true}'
         self.send_response(int(answer))
         self.send_header("content-type", "application/json")
@@ -135,8 +139,9 @@ def main():
     p.add_argument("--port-file")
     p.add_argument("--cert")
     p.add_argument("--key")
+    p.add_argument("--delay-ms", type=int, default=0)
     args = p.parse_args()
-    server = Receiver(("127.0.0.1", args.port), args.secrets_dir, args.log)
+    server = Receiver(("127.0.0.1", args.port), args.secrets_dir, args.log, args.delay_ms / 1000.0)
     if args.cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
