@@ -18,7 +18,8 @@ public struct ProviderAnswer: Sendable, Equatable {
     public var transport: Transport
     /// HTTP status (200, 410, ...) when `transport == .response`.
     public var httpStatus: Int?
-    /// Provider reason string: APNs `reason`, FCM `details[].errorCode` or else `error.status`; nil on success.
+    /// Provider reason string: APNs `reason`, FCM `details[].errorCode` or else `error.status`; nil on
+    /// success. For a `.notSent` FCM answer refused by the OAuth token endpoint, `oauth:<error>`.
     public var reason: String?
     /// APNs 410 `timestamp` (milliseconds since the epoch), when given.
     public var timestampMillis: Int64?

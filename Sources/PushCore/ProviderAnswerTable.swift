@@ -3,11 +3,11 @@ import typealias Foundation.TimeInterval
 
 /// Which provider gave an answer.
 public enum ProviderKind: String, Sendable, Hashable, CaseIterable {
-    /// Apple Push Notification service (PROTOCOLS A.6).
+    /// Apple Push Notification service (Apple's "Handling notification responses from APNs").
     case apns
-    /// Firebase Cloud Messaging HTTP v1 (PROTOCOLS B.5).
+    /// Firebase Cloud Messaging HTTP v1 (Firebase's "ErrorCode" reference of the v1 API).
     case fcm
-    /// A Web Push service (RFC 8030, PROTOCOLS C.1).
+    /// A Web Push service (RFC 8030).
     case webpush
     /// The test-mode simulator (R-MODE-2); reasons are `SimulatorReason` values.
     case simulator
@@ -65,7 +65,8 @@ public enum AnswerOutcome: Sendable, Hashable {
 /// Classifies a raw `ProviderAnswer` (table-driven; every row is tested).
 ///
 /// Transport `timeout`, `connectionError`, `notSent` are transient for every provider, except a Web
-/// Push `notSent` with reason `ENDPOINT_FORBIDDEN` (fails `INVALID_SUBSCRIPTION`). For a
+/// Push `notSent` with reason `ENDPOINT_FORBIDDEN` (fails `INVALID_SUBSCRIPTION`) and an FCM `notSent`
+/// whose OAuth refusal names the set's key or account (`credentialsInvalid`). For a
 /// response: 2xx → `sent`; then the reason is looked up in the provider's table below; an unknown
 /// reason falls back on the status (429 → deferral, 5xx → transient, 413 → payloadTooLarge), and
 /// anything else → `failed(PROVIDER_ERROR)` keeping the raw reason.
@@ -75,7 +76,7 @@ public enum ProviderAnswerTable {
         case unregistered, invalidToken, appMismatch, credentials, tooLarge, transient, deferral, requestError
     }
 
-    /// APNs reasons (PROTOCOLS A.6).
+    /// APNs reasons (Apple's "Handling notification responses from APNs").
     static let apns: [String: Row] = [
         "Unregistered": .unregistered, "ExpiredToken": .unregistered,
         "BadDeviceToken": .invalidToken,
@@ -95,7 +96,8 @@ public enum ProviderAnswerTable {
         "MethodNotAllowed": .requestError,
     ]
 
-    /// FCM `details[].errorCode` or `error.status` values (PROTOCOLS B.5). `INVALID_ARGUMENT` is special-cased.
+    /// FCM `details[].errorCode` or `error.status` values (Firebase's "ErrorCode"). `INVALID_ARGUMENT`
+    /// is special-cased.
     static let fcm: [String: Row] = [
         "UNREGISTERED": .unregistered,
         "SENDER_ID_MISMATCH": .appMismatch,
@@ -110,6 +112,28 @@ public enum ProviderAnswerTable {
     /// otherwise internal address. Final: `INVALID_SUBSCRIPTION`, never retried.
     public static let webPushEndpointForbidden = "ENDPOINT_FORBIDDEN"
 
+    /// Prefix of the `reason` of a `.notSent` FCM answer whose access token the OAuth token endpoint
+    /// refused: `oauth:` + the RFC 6749 §5.2 `error` (4xx answers only), with the `error_description`
+    /// in `rawDetail`. See `fcmOAuthRefusesCredentials`.
+    public static let fcmOAuthReasonPrefix = "oauth:"
+
+    /// True when the token endpoint's refusal means the set's service account or key is not usable
+    /// (R-PRV-3, issue 11: a key that is not the account's): `invalid_client`, `unauthorized_client`,
+    /// or `invalid_grant` naming the signature or the account (Google: "Invalid JWT Signature.",
+    /// "account not found"). Other refusals (an `iat`/`exp` out of step with Google's clock, an unknown
+    /// grant type) are not the set's fault: transient, as when the endpoint cannot be reached.
+    public static func fcmOAuthRefusesCredentials(error: String, description: String) -> Bool {
+        switch error {
+        case "invalid_client", "unauthorized_client":
+            return true
+        case "invalid_grant":
+            let text = description.lowercased()
+            return text.contains("signature") || text.contains("account")
+        default:
+            return false
+        }
+    }
+
     /// Web Push reasons by status (RFC 8030 §8; Apple's `BadJwtToken`).
     static let webpush: [String: Row] = ["BadJwtToken": .credentials]
 
@@ -122,6 +146,12 @@ public enum ProviderAnswerTable {
             // Refused by our own send-time guard, not by the network: retrying cannot help.
             return .failed(PushError(.invalidSubscription,
                                      "web push endpoint refused before sending: \(answer.rawDetail ?? "not a public address")"))
+        }
+        if provider == .fcm, answer.transport == .notSent, let reason = answer.reason, reason.hasPrefix(fcmOAuthReasonPrefix),
+           fcmOAuthRefusesCredentials(error: String(reason.dropFirst(fcmOAuthReasonPrefix.count)),
+                                      description: answer.rawDetail ?? "") {
+            // The access token was refused for this set's own key: no push can go out with it.
+            return .credentialsInvalid(reason: reason)
         }
         guard answer.transport == .response, let status = answer.httpStatus else { return .transient }
         if (200...299).contains(status) { return .sent(messageId: answer.messageId) }
@@ -175,10 +205,10 @@ public enum ProviderAnswerTable {
         }
     }
 
-    /// Web Push statuses (RFC 8030 §8, PROTOCOLS C.1): 404/410 gone; 401 and 403 are VAPID refusals
-    /// (missing, expired, or a key the subscription was not made with): the app's VAPID credentials
-    /// are marked invalid and devices are never touched (issue 7: a rotated or misconfigured VAPID key
-    /// must not deactivate every browser); 400 is a request error.
+    /// Web Push statuses (RFC 8030 §5, §7.2, §7.3, §8.4; RFC 8292 §4): 404/410 gone; 401 and 403 are VAPID
+    /// refusals (missing, expired, or a key the subscription was not made with): the app's VAPID
+    /// credentials are marked invalid and devices are never touched (issue 7: a rotated or
+    /// misconfigured VAPID key must not deactivate every browser); 400 is a request error.
     static func webPushByStatus(_ status: Int) -> Row? {
         switch status {
         case 404, 410: return .unregistered

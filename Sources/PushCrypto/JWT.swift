@@ -1,9 +1,11 @@
 internal import COpenSSL
 
 /// Signs compact JWS tokens (RFC 7515 §7.1) for provider authentication:
-/// - ES256 (RFC 7518 §3.4) for the APNs provider token (PROTOCOLS.md A.5) and VAPID (C.3): the
-///   signature is the raw 64-byte `r || s`, each half left-padded to 32 bytes, never OpenSSL's DER;
-/// - RS256 (RFC 7518 §3.3) for the Google service-account assertion (PROTOCOLS.md B.3).
+/// - ES256 (RFC 7518 §3.4) for the APNs provider token (Apple's "Establishing a token-based connection
+///   to APNs") and VAPID (RFC 8292 §2): the signature is the raw 64-byte `r || s`, each half
+///   left-padded to 32 bytes, never OpenSSL's DER;
+/// - RS256 (RFC 7518 §3.3) for the Google service-account assertion (Google's "Using OAuth 2.0 for
+///   Server to Server Applications").
 ///
 /// Owns one OpenSSL `EVP_PKEY` (freed in `deinit`). Immutable after creation, so one signer may
 /// be used from several threads at once (each call builds its own digest context).
@@ -20,12 +22,32 @@ public final class JWTSigner: @unchecked Sendable {
     public let algorithm: Algorithm
     /// Key id given at load time (APNs Key ID, Google `private_key_id`), if any.
     public let keyId: String?
+    /// SHA-256 of the public key's DER `SubjectPublicKeyInfo` (RFC 5280 §4.1.2.7), unpadded base64url
+    /// (43 characters): `openssl pkey -pubout -outform DER | openssl dgst -sha256`. Names the signing
+    /// key without revealing it, so provider token caches share a token only between holders of the
+    /// same key (issue 11).
+    public let publicKeyFingerprint: String
     private let pkey: OpaquePointer
 
-    private init(pkey: OpaquePointer, algorithm: Algorithm, keyId: String?) {
+    private init(pkey: OpaquePointer, algorithm: Algorithm, keyId: String?, publicKeyFingerprint: String) {
         self.pkey = pkey
         self.algorithm = algorithm
         self.keyId = keyId
+        self.publicKeyFingerprint = publicKeyFingerprint
+    }
+
+    /// Takes ownership of `key` (freed here if the fingerprint cannot be made).
+    private static func make(_ key: OpaquePointer, _ algorithm: Algorithm, keyId: String?) throws -> JWTSigner {
+        do {
+            guard let spki = subjectPublicKeyInfo(key) else {
+                throw JWTError.signingFailed("public key not encodable: \(drainErrors())")
+            }
+            let fingerprint = Base64URL.encode(try SHA256.hash(spki))
+            return JWTSigner(pkey: key, algorithm: algorithm, keyId: keyId, publicKeyFingerprint: fingerprint)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
     }
 
     deinit { EVP_PKEY_free(pkey) }
@@ -44,7 +66,7 @@ public final class JWTSigner: @unchecked Sendable {
             EVP_PKEY_free(key)
             throw JWTError.wrongKeyType("ES256 needs a P-256 (prime256v1) EC key")
         }
-        return JWTSigner(pkey: key, algorithm: .es256, keyId: keyId)
+        return try make(key, .es256, keyId: keyId)
     }
 
     /// Loads an RSA private key (PKCS#8 or PKCS#1 PEM), as found in a Google service-account JSON.
@@ -58,7 +80,7 @@ public final class JWTSigner: @unchecked Sendable {
             EVP_PKEY_free(key)
             throw JWTError.wrongKeyType("RS256 needs an RSA key of at least 2048 bits")
         }
-        return JWTSigner(pkey: key, algorithm: .rs256, keyId: keyId)
+        return try make(key, .rs256, keyId: keyId)
     }
 
     // MARK: - Signing
@@ -148,6 +170,23 @@ public final class JWTSigner: @unchecked Sendable {
         return key
     }
 
+    /// The DER `SubjectPublicKeyInfo` of `key`'s public half (`i2d_PUBKEY`), nil if OpenSSL fails.
+    private static func subjectPublicKeyInfo(_ key: OpaquePointer) -> [UInt8]? {
+        der { i2d_PUBKEY(key, $0) }
+    }
+
+    /// Runs an OpenSSL `i2d_*` encoder twice (length, then bytes); nil if it fails or disagrees.
+    private static func der(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> [UInt8]? {
+        let length = encode(nil)
+        guard length > 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: Int(length))
+        let written = out.withUnsafeMutableBufferPointer { buf -> Int32 in
+            var p: UnsafeMutablePointer<UInt8>? = buf.baseAddress
+            return encode(&p)
+        }
+        return written == length ? out : nil
+    }
+
     private static func groupName(of key: OpaquePointer) -> String? {
         var buffer = [CChar](repeating: 0, count: 64)
         var length = 0
@@ -158,7 +197,8 @@ public final class JWTSigner: @unchecked Sendable {
         return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// DER `ECDSA-Sig-Value` → 64-byte `r || s` (PROTOCOLS.md D.4).
+    /// DER `ECDSA-Sig-Value` → 64-byte `r || s` (RFC 7518 §3.4; OpenSSL's `ECDSA_SIG_get0` /
+    /// `BN_bn2binpad`).
     static func rawFromDER(_ der: [UInt8]) throws -> [UInt8] {
         let sig: OpaquePointer? = der.withUnsafeBufferPointer { buf in
             var p: UnsafePointer<UInt8>? = buf.baseAddress
@@ -193,14 +233,7 @@ public final class JWTSigner: @unchecked Sendable {
             BN_free(s)
             return nil
         }
-        let length = i2d_ECDSA_SIG(sig, nil)
-        guard length > 0 else { return nil }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let written = der.withUnsafeMutableBufferPointer { buf -> Int32 in
-            var p: UnsafeMutablePointer<UInt8>? = buf.baseAddress
-            return i2d_ECDSA_SIG(sig, &p)
-        }
-        return written == length ? der : nil
+        return der { i2d_ECDSA_SIG(sig, $0) }
     }
 
     /// Empties OpenSSL's thread-local error queue, returning the first reason as text.

@@ -2,12 +2,17 @@ import Foundation
 import PushCore
 import PushCrypto
 
-/// APNs provider API client with token authentication (PROTOCOLS.md A): HTTP/2 multiplexed through
-/// `HTTP2Client`, one ES256 provider JWT per (team, key) from a `ProviderTokenCache`.
+/// APNs provider API client with token authentication (Apple's "Sending notification requests to APNs",
+/// "Establishing a token-based connection to APNs"): HTTP/2 multiplexed through
+/// `HTTP2Client`, one ES256 provider JWT per signing key from a `ProviderTokenCache` (`tokenCacheKey`:
+/// team, key id and the fingerprint of the `.p8`'s public key, so two apps share a JWT only when they
+/// hold the same key: issue 11).
 ///
-/// Token lifetime (A.5): a JWT is reused until `tokenRefreshSeconds` (45 min) after its `iat`; after an
-/// `ExpiredProviderToken` answer it is rebuilt early, but only if at least `tokenMinimumAgeSeconds`
-/// (20 min) old, and the refused requests are sent once more with the new token (same `apns-id`).
+/// Token lifetime ("Establishing a token-based connection to APNs"): a JWT is reused until `tokenRefreshSeconds` (45 min, never under
+/// `tokenMinimumAgeSeconds`, 20 min) after its `iat`. After an `ExpiredProviderToken` answer it is
+/// replaced at once, whatever its age (`ProviderTokenCache.replaceToken`: one replacement per rejected
+/// token, fleet-wide with `PGProviderTokenCache`), and the refused requests are sent once more with
+/// the new token (same `apns-id`), within the same attempt.
 public final class APNsClient: PushProvider, @unchecked Sendable {
     /// Credentials, hosts and limits.
     public struct Configuration: Sendable {
@@ -17,7 +22,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         public var keyId: String
         /// `apns-topic`: the app's bundle ID.
         public var topic: String
-        /// `apns-push-type`; `alert` for honkio's notifications (A.3).
+        /// `apns-push-type`; `alert` for honkio's notifications (Apple's "Sending notification requests to
+        /// APNs").
         public var pushType: String = "alert"
         /// Base URL for production tokens; tests point it at a fake.
         public var productionBaseURL: String = "https://api.push.apple.com"
@@ -27,7 +33,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         public var requestTimeoutMillis: Int = 10_000
         /// JWT age (seconds) at which a new one is made. Default 2700 (45 min); Apple wants 20–60 min.
         public var tokenRefreshSeconds: Int64 = 45 * 60
-        /// Youngest JWT age (seconds) that may be replaced after `ExpiredProviderToken`. Default 1200 (20 min).
+        /// Youngest JWT age (seconds) of a voluntary refresh: a `tokenRefreshSeconds` below it is raised to
+        /// it. Default 1200 (20 min, Apple's limit). An `ExpiredProviderToken` answer replaces the JWT at once.
         public var tokenMinimumAgeSeconds: Int64 = 20 * 60
         /// Connection settings (CA file, limits).
         public var http: HTTP2Client.Configuration = HTTP2Client.Configuration()
@@ -77,8 +84,10 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         return APNsClient(configuration: configuration, http: http, signer: signer, tokenCache: tokenCache, clock: clock)
     }
 
-    /// Cache key of this client's JWT: `apns:<team>:<key>`.
-    public var tokenCacheKey: String { "apns:\(configuration.teamId):\(configuration.keyId)" }
+    /// Cache key of this client's JWT: `apns:<team>:<key id>:<fingerprint of the .p8's public key>`.
+    public var tokenCacheKey: String {
+        "apns:\(configuration.teamId):\(configuration.keyId):\(signer.publicKeyFingerprint)"
+    }
 
     // MARK: - Sending
 
@@ -95,10 +104,9 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
 
         let expired = answers.indices.filter { answers[$0].httpStatus == 403 && answers[$0].reason == "ExpiredProviderToken" }
         guard !expired.isEmpty else { return answers }
-        guard let fresh = try? tokenCache.replaceToken(
-            for: tokenCacheKey, rejected: token.value, now: clock.nowUnixSeconds(),
-            minimumAgeSeconds: configuration.tokenMinimumAgeSeconds, mint: mintToken),
-            fresh.value != token.value else { return answers }
+        guard let fresh = try? tokenCache.replaceToken(for: tokenCacheKey, rejected: token.value,
+                                                       now: clock.nowUnixSeconds(), mint: mintToken),
+              fresh.value != token.value else { return answers }
         let retried = sendOnce(expired.map { batch[$0] }, token: fresh.value)
         for (slot, answer) in zip(expired, retried) { answers[slot] = answer }
         return answers
@@ -109,7 +117,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         return zip(batch, outcomes).map { APNsAnswerParser.answer(for: $1, apnsId: $0.apnsId) }
     }
 
-    /// The HTTP/2 request for one push (A.2): path, headers in a fixed order, body unchanged.
+    /// The HTTP/2 request for one push (Apple's "Sending notification requests to APNs"): path, headers
+    /// in a fixed order, body unchanged.
     public func httpRequest(for request: ProviderRequest, token: String) -> HTTPRequest {
         var headers: [(String, String)] = [
             ("authorization", "bearer \(token)"),
@@ -126,12 +135,14 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
                            timeoutMillis: configuration.requestTimeoutMillis)
     }
 
-    /// Builds a provider JWT: header `{"alg":"ES256","kid":...}`, claims `{"iss":...,"iat":...}` (A.5).
+    /// Builds a provider JWT: header `{"alg":"ES256","kid":...}`, claims `{"iss":...,"iat":...}`
+    /// ("Establishing a token-based connection to APNs").
     private func mintToken(now: Int64) throws -> ProviderToken {
         let header = #"{"alg":"ES256","kid":"\#(Self.jsonEscaped(configuration.keyId))"}"#
         let claims = #"{"iss":"\#(Self.jsonEscaped(configuration.teamId))","iat":\#(now)}"#
         let jwt = try signer.sign(header: header, claims: claims)
-        return ProviderToken(value: jwt, issuedAt: now, refreshAt: now + configuration.tokenRefreshSeconds)
+        let refreshAge = max(configuration.tokenRefreshSeconds, configuration.tokenMinimumAgeSeconds)
+        return ProviderToken(value: jwt, issuedAt: now, refreshAt: now + refreshAge)
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters, so a token can never change the path.

@@ -2,11 +2,16 @@ import Foundation
 import PushCore
 import PushCrypto
 
-/// FCM HTTP v1 client (PROTOCOLS.md B): OAuth2 service-account flow (RS256 assertion, B.3) with the
+/// FCM HTTP v1 client (Firebase's "REST Resource: projects.messages"): OAuth2 service-account flow
+/// (RS256 assertion, Google's "Using OAuth 2.0 for Server to Server Applications") with the
 /// access token kept in a `ProviderTokenCache`, and `messages:send` requests multiplexed over HTTP/2.
 ///
-/// The request body is the caller's bytes (`ProviderRequest.payload`, built by PushCore). After a 401
-/// the token is replaced and the refused requests are sent once more.
+/// The request body is the caller's bytes (`ProviderRequest.payload`, built by PushCore). The access
+/// token is cached under `tokenCacheKey`, which names the service account's key (issue 11: a set with
+/// the same `client_email` and another key never gets this one's token). After a 401 the token is
+/// replaced and the refused requests are sent once more. When the token endpoint refuses the
+/// assertion, every answer is `.notSent` with reason `oauth:<error>` (RFC 6749 §5.2), which PushCore's
+/// table judges (`ProviderAnswerTable.fcmOAuthReasonPrefix`).
 public final class FCMClient: PushProvider, @unchecked Sendable {
     /// Endpoints and limits.
     public struct Configuration: Sendable {
@@ -61,8 +66,14 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
                          tokenCache: tokenCache, clock: clock)
     }
 
-    /// Cache key of the access token: `fcm:<client_email>`.
-    public var tokenCacheKey: String { "fcm:\(account.clientEmail)" }
+    /// Cache key of the access token: `fcm:<client_email>:<fingerprint of the account key's public
+    /// half>:<token endpoint> <scope>`: everything the token depends on.
+    public var tokenCacheKey: String {
+        "fcm:\(account.clientEmail):\(signer.publicKeyFingerprint):\(tokenEndpoint) \(configuration.scope)"
+    }
+
+    /// Where the assertion is POSTed: `tokenURLOverride`, else the account's `token_uri`.
+    var tokenEndpoint: String { configuration.tokenURLOverride ?? account.tokenURI }
 
     /// `<baseURL>/v1/projects/<project>/messages:send`.
     public var sendURL: String { "\(configuration.baseURL)/v1/projects/\(account.projectId)/messages:send" }
@@ -85,7 +96,7 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
         let fresh: ProviderToken
         do {
             fresh = try tokenCache.replaceToken(for: tokenCacheKey, rejected: token.value, now: clock.nowUnixSeconds(),
-                                                minimumAgeSeconds: 0, mint: fetchAccessToken)
+                                                mint: fetchAccessToken)
         } catch {
             return answers
         }
@@ -104,10 +115,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     }
 
     private static func authFailure(_ error: Error) -> ProviderAnswer {
-        ProviderAnswer(transport: .notSent, rawDetail: ProviderText.clip("oauth: \(error)", limit: FCMAnswerParser.rawDetailLimit))
+        let refusal = (error as? FCMCredentialsError)?.oauthError
+        return ProviderAnswer(transport: .notSent, reason: refusal.map { ProviderAnswerTable.fcmOAuthReasonPrefix + $0 },
+                              rawDetail: ProviderText.clip("oauth: \(error)", limit: FCMAnswerParser.rawDetailLimit))
     }
 
-    // MARK: - OAuth2 (B.3)
+    // MARK: - OAuth2 (Google's "Using OAuth 2.0 for Server to Server Applications")
 
     /// The signed assertion: header `{"alg":"RS256","typ":"JWT"[,"kid"]}`, claims iss/scope/aud/iat/exp.
     public func assertion(now: Int64) throws -> String {
@@ -123,7 +136,7 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     private func fetchAccessToken(now: Int64) throws -> ProviderToken {
         let body = "grant_type=" + Self.formEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer")
             + "&assertion=" + Self.formEncoded(try assertion(now: now))
-        let request = HTTPRequest(url: configuration.tokenURLOverride ?? account.tokenURI, method: "POST",
+        let request = HTTPRequest(url: tokenEndpoint, method: "POST",
                                   headers: [("content-type", "application/x-www-form-urlencoded")],
                                   body: Array(body.utf8), timeoutMillis: configuration.requestTimeoutMillis)
         guard let outcome = http.perform([request]).first else { throw FCMCredentialsError.oauthFailed("no outcome") }
@@ -132,9 +145,11 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
         }
         let object = ProviderText.jsonObject(response.body)
         guard response.status == 200, let access = object?["access_token"] as? String, !access.isEmpty else {
-            let why = (object?["error"] as? String).map { "\($0) \(object?["error_description"] as? String ?? "")" }
+            let refusal = (object?["error"] as? String).map { ProviderText.clip($0, limit: 40) }
+            let why = refusal.map { "\($0) \(object?["error_description"] as? String ?? "")" }
                 ?? ProviderText.unparseable(response, limit: 80)
-            throw FCMCredentialsError.oauthFailed("token endpoint \(response.status): \(why)")
+            throw FCMCredentialsError.oauthFailed("token endpoint \(response.status): \(why)",
+                                                  oauthError: (400...499).contains(response.status) ? refusal : nil)
         }
         let lifetime = ProviderText.int64(object?["expires_in"]) ?? 3600
         let refreshAt = now + max(60, lifetime - configuration.tokenRefreshMarginSeconds)

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The fields of a Google service-account JSON key file needed to send with FCM v1 (PROTOCOLS.md B.3).
+/// The fields of a Google service-account JSON key file needed to send with FCM v1 (Google's
+/// "Using OAuth 2.0 for Server to Server Applications").
 /// `description` never shows the private key.
 public struct FCMServiceAccount: Sendable, Equatable, CustomStringConvertible {
     /// Firebase project (`project_id`), used in `/v1/projects/<id>/messages:send`.
@@ -60,6 +61,16 @@ public struct FCMCredentialsError: Error, Equatable, CustomStringConvertible, Se
     public let code: String
     /// Human explanation (never key material or tokens).
     public let message: String
+    /// For `fcm.oauth_failed` answered 4xx by the token endpoint: its RFC 6749 §5.2 `error`
+    /// (`invalid_grant`, `invalid_client`, ...); nil otherwise.
+    public let oauthError: String?
+
+    /// Memberwise initializer.
+    public init(code: String, message: String, oauthError: String? = nil) {
+        self.code = code
+        self.message = message
+        self.oauthError = oauthError
+    }
 
     /// The file is not a JSON object.
     public static let notJSON = FCMCredentialsError(code: "fcm.sa_not_json", message: "service account file is not a JSON object")
@@ -71,9 +82,9 @@ public struct FCMCredentialsError: Error, Equatable, CustomStringConvertible, Se
         FCMCredentialsError(code: "fcm.sa_missing_field", message: "service account field missing: \(name)")
     }
 
-    /// The token endpoint refused the assertion or could not be reached.
-    public static func oauthFailed(_ detail: String) -> FCMCredentialsError {
-        FCMCredentialsError(code: "fcm.oauth_failed", message: detail)
+    /// The token endpoint refused the assertion (`oauthError` its `error` for a 4xx) or could not be reached.
+    public static func oauthFailed(_ detail: String, oauthError: String? = nil) -> FCMCredentialsError {
+        FCMCredentialsError(code: "fcm.oauth_failed", message: detail, oauthError: oauthError)
     }
 
     public var description: String { "\(code): \(message)" }

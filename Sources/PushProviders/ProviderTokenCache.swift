@@ -29,21 +29,25 @@ public struct ProviderToken: Sendable, Equatable {
     }
 }
 
-/// Where provider tokens are kept, keyed by credential (e.g. `apns:<team>:<key>`). One token per key is
-/// shared by all connections (PROTOCOLS.md A.5). Implementations must make each call atomic per key, so
-/// that concurrent callers mint at most one token; a PostgreSQL-backed implementation can share tokens
-/// across worker processes (row per key, `SELECT ... FOR UPDATE`).
+/// Where provider tokens are kept, keyed by credential. A key names the signing key itself, not only
+/// its public identifiers (issue 11): `apns:<team>:<key id>:<key fingerprint>`,
+/// `fcm:<client email>:<key fingerprint>:<token endpoint> <scope>`, `vapid:<public key>:<origin>:<subject>`
+/// (the fingerprint is `JWTSigner.publicKeyFingerprint`), so two credential sets share a token only
+/// when they hold the same private key. One token per key is shared by all connections (Apple's
+/// "Establishing a token-based connection to APNs"). Implementations must make each call atomic per key, so that concurrent callers mint at most
+/// one token; a PostgreSQL-backed implementation can share tokens across worker processes.
 public protocol ProviderTokenCache: AnyObject, Sendable {
     /// Returns the stored token for `key` if `now < refreshAt`; otherwise calls `mint(now)` once, stores
     /// and returns its result.
     /// - Throws: whatever `mint` throws (nothing is stored then).
     func currentToken(for key: String, now: Int64, mint: (Int64) throws -> ProviderToken) throws -> ProviderToken
 
-    /// Replaces `rejected` after the provider refused it (APNs `ExpiredProviderToken`, FCM 401), but only
-    /// if it is still the stored token and at least `minimumAgeSeconds` old; otherwise returns what is
-    /// stored (maybe a newer token another caller made).
-    /// - Throws: whatever `mint` throws.
-    func replaceToken(for key: String, rejected: String, now: Int64, minimumAgeSeconds: Int64,
+    /// Replaces `rejected` at once after the provider refused it as expired or unknown (APNs
+    /// `ExpiredProviderToken`, an FCM 401), whatever its age, if it is still the stored token;
+    /// otherwise returns what is stored (the newer token another caller already made), so that the
+    /// callers holding one rejected token mint exactly one replacement between them.
+    /// - Throws: whatever `mint` throws (nothing is stored then).
+    func replaceToken(for key: String, rejected: String, now: Int64,
                       mint: (Int64) throws -> ProviderToken) throws -> ProviderToken
 }
 
@@ -63,13 +67,11 @@ public final class InMemoryProviderTokenCache: ProviderTokenCache, @unchecked Se
         return fresh
     }
 
-    public func replaceToken(for key: String, rejected: String, now: Int64, minimumAgeSeconds: Int64,
+    public func replaceToken(for key: String, rejected: String, now: Int64,
                              mint: (Int64) throws -> ProviderToken) throws -> ProviderToken {
         lock.lock()
         defer { lock.unlock() }
-        if let stored = tokens[key], stored.value != rejected || now - stored.issuedAt < minimumAgeSeconds {
-            return stored
-        }
+        if let stored = tokens[key], stored.value != rejected { return stored }
         let fresh = try mint(now)
         tokens[key] = fresh
         return fresh

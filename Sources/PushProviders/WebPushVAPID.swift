@@ -20,11 +20,13 @@ public struct WebPushClientError: Error, Equatable, Sendable, CustomStringConver
     public var description: String { "\(code): \(message)" }
 }
 
-/// Makes and caches the `Authorization: vapid t=<JWT>, k=<key>` header (RFC 8292 §2-3, PROTOCOLS.md
-/// C.3). The JWT is ES256 (raw r||s) over header `{"typ":"JWT","alg":"ES256"}` and claims
+/// Makes and caches the `Authorization: vapid t=<JWT>, k=<key>` header (RFC 8292 §2-3).
+/// The JWT is ES256 (raw r||s) over header `{"typ":"JWT","alg":"ES256"}` and claims
 /// `{"aud":<origin>,"exp":<now + lifetime>,"sub":<subject>}`. One token per origin, kept in a
-/// `ProviderTokenCache` under `vapid:<public key>:<origin>` and reused until `renewalMargin` seconds
-/// before its `exp`.
+/// `ProviderTokenCache` under `vapid:<public key>:<origin>:<subject>` and reused until `renewalMargin`
+/// seconds before its `exp`. The public key is derived from the private scalar (`VAPIDKeys`), so it
+/// names the signing key itself: two sets share a token only when they hold the same key and
+/// subject (issue 11).
 public final class WebPushVAPID: @unchecked Sendable {
     /// Longest `sub` accepted, in characters.
     public static let maximumSubjectLength = 512
@@ -71,8 +73,8 @@ public final class WebPushVAPID: @unchecked Sendable {
                             renewalMarginSeconds: renewalMarginSeconds, signer: signer, tokenCache: tokenCache)
     }
 
-    /// Cache key of the token for `origin`: `vapid:<public key base64url>:<origin>`.
-    public func cacheKey(origin: String) -> String { "vapid:\(keys.publicKeyBase64URL):\(origin)" }
+    /// Cache key of the token for `origin`: `vapid:<public key base64url>:<origin>:<subject>`.
+    public func cacheKey(origin: String) -> String { "vapid:\(keys.publicKeyBase64URL):\(origin):\(subject)" }
 
     /// The token for `origin` at `now` (UNIX seconds): the cached one while `now < exp - margin`,
     /// else a new one. `ProviderToken.refreshAt` = exp − margin.

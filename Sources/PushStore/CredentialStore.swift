@@ -56,7 +56,9 @@ public final class CredentialStore {
     }
 
     /// Re-seals every set under the current key (opening each with the current or previous key):
-    /// the rotation step after `PUSHFLEET_CREDENTIALS_KEY_PREVIOUS` was set to the old key. One transaction.
+    /// the rotation step after `PUSHFLEET_CREDENTIALS_KEY_PREVIOUS` was set to the old key. The
+    /// fleet's sealed provider tokens (`push_provider_tokens`) are re-sealed in the same transaction;
+    /// one that opens with neither key is deleted (the next worker mints a new one). One transaction.
     /// - Returns: the number of sets re-sealed.
     /// - Throws: `CREDENTIALS_INVALID` when a set opens with neither key (nothing is changed), `PGError`.
     public func rotateKey() throws -> Int {
@@ -69,6 +71,7 @@ public final class CredentialStore {
                 let sealed = try SecretBox.seal(plaintext: secret, key: keys.current, aad: Self.aad(s.appID, s.kind))
                 _ = try conn.exec(CredentialQueries.reseal, [.uuid(s.appID), .text(s.kind.rawValue), .bytea(sealed)])
             }
+            _ = try ProviderTokenStore.resealAll(conn, keys: keys)
             return r.rowCount
         }
     }

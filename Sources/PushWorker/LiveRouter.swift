@@ -38,8 +38,9 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
 
     /// - Parameters:
     ///   - keys: credential sealing keys; nil = no live set can be opened (every live platform unusable).
-    ///   - apnsTokenCache: where APNs JWTs live; `PGProviderTokenCache` shares one per key across the fleet.
-    ///   - fcmTokenCache: where FCM access tokens live (process-local by default: not written to the database).
+    ///   - apnsTokenCache: where APNs JWTs live; `PGProviderTokenCache` shares one per signing key across the fleet.
+    ///   - fcmTokenCache: where FCM access tokens live (process-local by default: not written to the database),
+    ///     one per service-account key (`FCMClient.tokenCacheKey`).
     ///   - openConnection: opens the router's own connection (again after a failure).
     public init(keys: CredentialKeys?, configuration: Configuration = Configuration(),
                 apnsTokenCache: ProviderTokenCache, fcmTokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
@@ -54,7 +55,7 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
     }
 
     /// The router `pushfleet worker` runs: keys from `PUSHFLEET_CREDENTIALS_KEY` (and `_PREVIOUS`), CA file
-    /// from `PUSHFLEET_PROVIDER_CA_FILE`, APNs JWTs shared through PostgreSQL.
+    /// from `PUSHFLEET_PROVIDER_CA_FILE`, APNs JWTs shared through PostgreSQL, sealed under the same keys.
     /// - Throws: `VALIDATION_ERROR` for a malformed key (a missing key only logs a warning: live mode is then off).
     public static func fromEnvironment(databaseURL: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                                        log: Log = .shared) throws -> LiveRouter {
@@ -70,8 +71,10 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         var configuration = Configuration(caFile: ca)
         // Tests only: let Web Push reach a fake on 127.0.0.1 (never set in production).
         configuration.webPush = LiveRouter.webPushFactory(allowLoopback: environment["PUSHFLEET_WEBPUSH_ALLOW_LOOPBACK"] == "1")
-        return LiveRouter(keys: keys, configuration: configuration,
-                          apnsTokenCache: PGProviderTokenCache(log: log, openConnection: open), log: log, openConnection: open)
+        // Without keys no live set opens, so no APNs client is ever built: nothing to share.
+        let apnsTokens: ProviderTokenCache = keys.map { PGProviderTokenCache(keys: $0, log: log, openConnection: open) }
+            ?? InMemoryProviderTokenCache()
+        return LiveRouter(keys: keys, configuration: configuration, apnsTokenCache: apnsTokens, log: log, openConnection: open)
     }
 
     /// Builds the Web Push client of a VAPID set (RFC 8292): its key pair from the sealed PEM, its
@@ -149,7 +152,8 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
     // MARK: - Mapping
 
     /// The provider request for one push: `apns-id` lower-case and stable across attempts, priority,
-    /// `apns-expiration`, collapse id, FCM/Web Push body as built (PROTOCOLS A.2, B.4).
+    /// `apns-expiration`, collapse id, FCM/Web Push body as built (Apple's "Sending notification
+    /// requests to APNs"; Firebase's "REST Resource: projects.messages").
     public static func request(_ p: OutboundPush, index: Int) -> ProviderRequest {
         ProviderRequest(deliveryId: Int64(index), deviceToken: p.token, apnsEnvironment: p.apnsEnvironment ?? .production,
                         payload: p.body, priority: p.priority, expirationUnixSeconds: p.apnsExpiration,

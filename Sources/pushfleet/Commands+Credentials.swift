@@ -15,8 +15,8 @@ extension Commands {
       Web Push (VAPID) sets are made by pushfleet apps vapid create.
       Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY (base64url, 32 bytes). A new set starts unverified;
       replacing a set resets its state, its first acceptance time is kept (R-APP-3). rotate-key re-seals every
-      set (and every webhook endpoint's signing secrets) under PUSHFLEET_CREDENTIALS_KEY, opening each with it
-      or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS.
+      set under PUSHFLEET_CREDENTIALS_KEY, opening each with it or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS, the
+      fleet's sealed APNs provider tokens, and every webhook endpoint's signing secrets.
     """
 
     /// A set as printed: identifiers and state, never the secret.

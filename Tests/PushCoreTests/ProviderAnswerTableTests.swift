@@ -2,7 +2,8 @@ import Foundation
 import XCTest
 @testable import PushCore
 
-/// R-PRV-1..3, R-DEV-8, R-MODE-2, PROTOCOLS A.6/B.5/C.1: every row of the answer table.
+/// R-PRV-1..3, R-DEV-8, R-MODE-2 (Apple's "Handling notification responses from APNs", Firebase's
+/// "ErrorCode", RFC 8030): every row of the answer table.
 final class ProviderAnswerTableTests: XCTestCase {
     private enum Want: Equatable {
         case sent, unregistered, invalidToken, appMismatch, credentials, tooLarge, transient, deferral, providerError
@@ -27,7 +28,8 @@ final class ProviderAnswerTableTests: XCTestCase {
         ProviderAnswer(transport: .response, httpStatus: status, reason: reason, retryAfterSeconds: retryAfter)
     }
 
-    /// APNs reasons with their statuses (PROTOCOLS A.6) and the expected meaning.
+    /// APNs reasons with their statuses (Apple's "Handling notification responses from APNs") and the
+    /// expected meaning.
     private let apnsRows: [(String, Int, Want)] = [
         ("Unregistered", 410, .unregistered), ("ExpiredToken", 410, .unregistered),
         ("BadDeviceToken", 400, .invalidToken), ("DeviceTokenNotForTopic", 400, .appMismatch),
@@ -157,6 +159,29 @@ final class ProviderAnswerTableTests: XCTestCase {
         XCTAssertEqual(outcome.ending, .failed(.invalidSubscription))
         XCTAssertEqual(ProviderAnswerTable.classify(ProviderAnswer(transport: .notSent, rawDetail: "dns"), provider: .webpush,
                                                     credentialsVerified: true), .transient)
+    }
+
+    /// Issue 11 / R-PRV-3: an FCM access token refused for the set's own key ends the set; a refusal
+    /// for another cause (clock, grant type) or an unreachable endpoint stays transient.
+    func testFCMOAuthRefusalOfTheKeyIsACredentialsProblem() {
+        func oauth(_ error: String?, _ detail: String, provider: ProviderKind = .fcm) -> AnswerOutcome {
+            let a = ProviderAnswer(transport: .notSent, reason: error.map { ProviderAnswerTable.fcmOAuthReasonPrefix + $0 },
+                                   rawDetail: "oauth: fcm.oauth_failed: token endpoint 400: \(detail)")
+            return ProviderAnswerTable.classify(a, provider: provider, credentialsVerified: true)
+        }
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid JWT Signature."),
+                       .credentialsInvalid(reason: "oauth:invalid_grant"))
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid grant: account not found"),
+                       .credentialsInvalid(reason: "oauth:invalid_grant"))
+        XCTAssertEqual(oauth("invalid_client", "invalid_client The OAuth client was not found."),
+                       .credentialsInvalid(reason: "oauth:invalid_client"))
+        XCTAssertEqual(oauth("unauthorized_client", "unauthorized_client"), .credentialsInvalid(reason: "oauth:unauthorized_client"))
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values"),
+                       .transient, "a clock out of step is not the set's fault")
+        XCTAssertEqual(oauth("unsupported_grant_type", "unsupported_grant_type"), .transient)
+        XCTAssertEqual(oauth(nil, "token endpoint unreachable"), .transient)
+        XCTAssertEqual(oauth("invalid_grant", "Invalid JWT Signature.", provider: .apns), .transient, "FCM only")
+        XCTAssertEqual(oauth("invalid_grant", "invalid_grant Invalid JWT Signature.").ending, .failed(.credentialsInvalid))
     }
 
     func testSuccessKeepsMessageId() {

@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import PushCrypto
 @testable import PushProviders
 import PushTestSupport
 import XCTest
@@ -13,7 +14,8 @@ final class ManualClock: ProviderClock, @unchecked Sendable {
     func advance(_ seconds: Int64) { lock.lock(); now += seconds; lock.unlock() }
 }
 
-/// APNs client against `scripts/fakes/fake_apns.py` over real HTTP/2 + TLS (PROTOCOLS.md A).
+/// APNs client against `scripts/fakes/fake_apns.py` over real HTTP/2 + TLS (Apple's "Sending
+/// notification requests to APNs", Apple's "Handling notification responses from APNs").
 final class APNsClientTests: XCTestCase {
     static let team = "TEAM123456", key = "KEY1234567", topic = "com.example.honkio"
     private let servers = StartedFakes()
@@ -29,14 +31,18 @@ final class APNsClientTests: XCTestCase {
 
     private func client(production: FakeProviderServer, sandbox: FakeProviderServer? = nil, topic: String = topic,
                         timeoutMillis: Int = 10_000, hostConnections: Int = 1,
-                        clock: ProviderClock = SystemProviderClock()) throws -> APNsClient {
+                        clock: ProviderClock = SystemProviderClock(),
+                        tokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
+                        refreshSeconds: Int64? = nil) throws -> APNsClient {
         var config = APNsClient.Configuration(teamId: Self.team, keyId: Self.key, topic: topic)
+        if let refreshSeconds { config.tokenRefreshSeconds = refreshSeconds }
         config.productionBaseURL = production.baseURL
         config.sandboxBaseURL = (sandbox ?? production).baseURL
         config.requestTimeoutMillis = timeoutMillis
         config.http = HTTP2Client.Configuration(caFile: try FakeMaterial.file("ca.pem"))
         config.http.maxHostConnections = hostConnections
-        return try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_key.p8"), clock: clock)
+        return try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_key.p8"),
+                                   tokenCache: tokenCache, clock: clock)
     }
 
     private func push(_ token: String, _ env: APNsEnvironment = .production, id: Int64 = 1) -> ProviderRequest {
@@ -57,16 +63,16 @@ final class APNsClientTests: XCTestCase {
         for (request, answer) in zip(batch, answers) {
             XCTAssertEqual(answer.transport, .response)
             XCTAssertEqual(answer.httpStatus, 200)
-            XCTAssertEqual(answer.messageId, request.apnsId, "A.6: apns-id echoed on 200")
+            XCTAssertEqual(answer.messageId, request.apnsId, "apns-id echoed on 200")
         }
         let second = apns.send((0..<20).map { push("ab\($0)") })
         XCTAssertEqual(second.filter { $0.httpStatus == 200 }.count, 20)
         let pushes = fake.log("push")
         XCTAssertEqual(pushes.count, 220, "the fake saw every push exactly once")
-        XCTAssertEqual(Set(pushes.compactMap { $0["jwt_sig"] as? String }).count, 1, "A.5: one JWT reused")
+        XCTAssertEqual(Set(pushes.compactMap { $0["jwt_sig"] as? String }).count, 1, "token auth: one JWT reused")
         XCTAssertEqual(Set(batch.map(\.apnsId)).subtracting(pushes.compactMap { $0["apns_id"] as? String }), [])
-        XCTAssertEqual(fake.log("connection").count, 1, "A.7: one connection, reused across batches")
-        XCTAssertEqual(fake.log("refused").count, 0, "A.5: one request first on the new connection, then the fan-out")
+        XCTAssertEqual(fake.log("connection").count, 1, "one connection, reused across batches")
+        XCTAssertEqual(fake.log("refused").count, 0, "one request first on the new connection, then the fan-out")
         XCTAssertEqual(apns.http.connectionsOpened, 1)
     }
 
@@ -94,8 +100,8 @@ final class APNsClientTests: XCTestCase {
         let apns = try client(production: prod, sandbox: sandbox)
         let answers = apns.send([push("p1"), push("s1", .sandbox), push("p2"), push("s2", .sandbox)])
         XCTAssertEqual(answers.map(\.httpStatus), [200, 200, 200, 200])
-        XCTAssertEqual(Set(prod.log("push").compactMap { $0["token"] as? String }), ["p1", "p2"], "A.1")
-        XCTAssertEqual(Set(sandbox.log("push").compactMap { $0["token"] as? String }), ["s1", "s2"], "A.1")
+        XCTAssertEqual(Set(prod.log("push").compactMap { $0["token"] as? String }), ["p1", "p2"], "production host")
+        XCTAssertEqual(Set(sandbox.log("push").compactMap { $0["token"] as? String }), ["s1", "s2"], "sandbox host")
     }
 
     func testEveryScenarioMapsToItsRawProviderAnswer() throws {
@@ -137,7 +143,7 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(apns.send([push("warm")]).first?.httpStatus, 200)
         for token in ["goaway-1", "drop-1"] {
             let answer = try XCTUnwrap(apns.send([push(token)]).first)
-            XCTAssertEqual(answer.transport, .connectionError, "\(token): A.6 transport failure, retryable")
+            XCTAssertEqual(answer.transport, .connectionError, "\(token): transport failure, retryable")
             XCTAssertNil(answer.httpStatus)
             XCTAssertEqual(apns.send([push("after-\(token)")]).first?.httpStatus, 200, "new connection after \(token)")
         }
@@ -163,27 +169,77 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(apns.send([push("ok-d")]).first?.httpStatus, 200, "client usable after a timeout")
     }
 
-    func testJWTRefreshesAt45MinutesAndAfterExpiredOnlyWhenAtLeast20MinutesOld() throws {
-        // The fake refuses tokens older than 3000 s by real time; the client's clock starts 4300 s back.
-        let fake = try startFake(["--max-token-age", "3000"])
-        let start = Int64(Date().timeIntervalSince1970) - 4300
+    func testJWTIsReusedThenRefreshedAt45Minutes() throws {
+        let fake = try startFake()
+        let start = Int64(Date().timeIntervalSince1970) - 2800  // every token stays under the fake's hour
         let clock = ManualClock(start)
         let apns = try client(production: fake, clock: clock)
-
-        let first = try XCTUnwrap(apns.send([push("j1")]).first)
-        XCTAssertEqual(first.reason, "ExpiredProviderToken", "a 0-minute-old token is not replaced (20-minute floor)")
-        XCTAssertEqual(fake.log("push").count, 0)
-
-        clock.advance(1500)  // token 25 min old by our clock: past the floor, before the 45-minute refresh
-        let second = try XCTUnwrap(apns.send([push("j2")]).first)
-        XCTAssertEqual(second.httpStatus, 200, "replaced after ExpiredProviderToken and resent once")
-
-        clock.advance(60)
+        XCTAssertEqual(apns.send([push("j1")]).first?.httpStatus, 200)
+        clock.advance(2699)
+        XCTAssertEqual(apns.send([push("j2")]).first?.httpStatus, 200)
+        clock.advance(1)
         XCTAssertEqual(apns.send([push("j3")]).first?.httpStatus, 200)
-        clock.advance(2700)
-        XCTAssertEqual(apns.send([push("j4")]).first?.httpStatus, 200)
         let iats = fake.log("push").compactMap { ProviderText.int64($0["iat"]) }
-        XCTAssertEqual(iats, [start + 1500, start + 1500, start + 1500 + 60 + 2700], "reused, then refreshed at 45 min")
+        XCTAssertEqual(iats, [start, start, start + 2700], "reused, then refreshed at 45 min")
+    }
+
+    /// Apple's "Establishing a token-based connection to APNs": voluntary refreshes never come sooner than 20 minutes, whatever `tokenRefreshSeconds` says.
+    func testVoluntaryRefreshKeepsTheTwentyMinuteFloor() throws {
+        let fake = try startFake()
+        let start = Int64(Date().timeIntervalSince1970) - 1300
+        let clock = ManualClock(start)
+        let apns = try client(production: fake, clock: clock, refreshSeconds: 60)
+        XCTAssertEqual(apns.send([push("f1")]).first?.httpStatus, 200)
+        clock.advance(1199)
+        XCTAssertEqual(apns.send([push("f2")]).first?.httpStatus, 200)
+        clock.advance(1)
+        XCTAssertEqual(apns.send([push("f3")]).first?.httpStatus, 200)
+        let iats = fake.log("push").compactMap { ProviderText.int64($0["iat"]) }
+        XCTAssertEqual(iats, [start, start, start + 1200])
+    }
+
+    /// Issue 11: a JWT that APNs calls expired is replaced at once, even one younger than the
+    /// 20-minute floor of voluntary refreshes, and the refused requests are resent with the new one.
+    func testExpiredProviderTokenIsReplacedAtOnceWhateverItsAgeAndTheRequestsResent() throws {
+        let fake = try startFake(["--max-token-age", "600"])
+        let now = Int64(Date().timeIntervalSince1970)
+        let cache = InMemoryProviderTokenCache()
+        let apns = try client(production: fake, tokenCache: cache)
+        // Another worker's JWT, minted 700 s ago: before its 45-minute refresh, past the fake's 600 s.
+        let signer = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: Self.key)
+        let old = try signer.sign(header: #"{"alg":"ES256","kid":"\#(Self.key)"}"#, claims: #"{"iss":"\#(Self.team)","iat":\#(now - 700)}"#)
+        _ = try cache.currentToken(for: apns.tokenCacheKey, now: now) { _ in
+            ProviderToken(value: old, issuedAt: now - 700, refreshAt: now - 700 + 2700)
+        }
+        let answers = apns.send([push("e1"), push("e2")])
+        XCTAssertEqual(answers.map(\.httpStatus), [200, 200], "\(answers)")
+        let refused = fake.log("jwt_refused")
+        XCTAssertEqual(refused.map { $0["reason"] as? String }, ["ExpiredProviderToken", "ExpiredProviderToken"])
+        XCTAssertEqual(Set(refused.compactMap { $0["jwt"] as? String }), [old])
+        let sent = fake.log("push")
+        XCTAssertEqual(sent.count, 2)
+        let fresh = try XCTUnwrap(sent.first?["jwt"] as? String)
+        XCTAssertNotEqual(fresh, old)
+        XCTAssertEqual(Set(sent.compactMap { $0["jwt"] as? String }), [fresh], "one replacement for the whole batch")
+        XCTAssertGreaterThanOrEqual(ProviderText.int64(sent.first?["iat"]) ?? 0, now)
+        let stored = try cache.currentToken(for: apns.tokenCacheKey, now: now + 1) { _ in
+            XCTFail("the replacement is stored")
+            return ProviderToken(value: "", issuedAt: 0, refreshAt: 0)
+        }
+        XCTAssertEqual(stored.value, fresh)
+    }
+
+    /// Issue 11: the cache key names the signing key, not only the (public) team and key ids.
+    func testTokenCacheKeyNamesTheSigningKey() throws {
+        var config = APNsClient.Configuration(teamId: Self.team, keyId: Self.key, topic: Self.topic)
+        config.http = HTTP2Client.Configuration(caFile: try FakeMaterial.file("ca.pem"))
+        let right = try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_key.p8"))
+        let again = try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_key.p8"))
+        let wrong = try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_other.p8"))
+        let fingerprint = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: Self.key).publicKeyFingerprint
+        XCTAssertEqual(right.tokenCacheKey, "apns:\(Self.team):\(Self.key):\(fingerprint)")
+        XCTAssertEqual(again.tokenCacheKey, right.tokenCacheKey)
+        XCTAssertNotEqual(wrong.tokenCacheKey, right.tokenCacheKey)
     }
 
     func testUnreachableHostIsNotSentAndUnknownCAIsRefused() throws {

@@ -4,7 +4,8 @@ import PushCore
 import PushTestSupport
 import XCTest
 
-/// FCM v1 client against `scripts/fakes/fake_fcm.py` over real HTTP/2 + TLS (PROTOCOLS.md B).
+/// FCM v1 client against `scripts/fakes/fake_fcm.py` over real HTTP/2 + TLS (Firebase's "REST Resource:
+/// projects.messages").
 final class FCMClientTests: XCTestCase {
     static let project = "demo-project", email = "pushfleet@demo-project.iam.gserviceaccount.com"
     private let servers = StartedFakes()
@@ -18,15 +19,16 @@ final class FCMClientTests: XCTestCase {
     }
 
     private func client(_ fake: FakeProviderServer, email: String = email, timeoutMillis: Int = 10_000,
-                        clock: ProviderClock = SystemProviderClock()) throws -> FCMClient {
+                        clock: ProviderClock = SystemProviderClock(), keyFile: String = "sa_key.pem",
+                        tokenCache: ProviderTokenCache = InMemoryProviderTokenCache()) throws -> FCMClient {
         let account = FCMServiceAccount(projectId: Self.project, clientEmail: email,
-                                        privateKeyPEM: try FakeMaterial.text("sa_key.pem"), privateKeyId: "kid-1",
+                                        privateKeyPEM: try FakeMaterial.text(keyFile), privateKeyId: "kid-1",
                                         tokenURI: fake.baseURL + "/token")
         var config = FCMClient.Configuration()
         config.baseURL = fake.baseURL
         config.requestTimeoutMillis = timeoutMillis
         config.http = HTTP2Client.Configuration(caFile: try FakeMaterial.file("ca.pem"))
-        return try FCMClient.make(account: account, configuration: config, clock: clock)
+        return try FCMClient.make(account: account, configuration: config, tokenCache: tokenCache, clock: clock)
     }
 
     private func push(_ token: String, data: String = #"{"hk":"{\"v\":2}"}"#) -> ProviderRequest {
@@ -44,7 +46,7 @@ final class FCMClientTests: XCTestCase {
         let answers = fcm.send(batch) + fcm.send([push("tok-late")])
         XCTAssertEqual(answers.filter { $0.httpStatus == 200 }.count, 41)
         XCTAssertTrue(answers.allSatisfy { $0.messageId?.hasPrefix("projects/\(Self.project)/messages/") ?? false })
-        XCTAssertEqual(fake.log("oauth").count, 1, "B.3: access token cached")
+        XCTAssertEqual(fake.log("oauth").count, 1, "OAuth2: access token cached")
         let logged = fake.log("push")
         XCTAssertEqual(logged.count, 41)
         XCTAssertEqual(logged.first { $0["token"] as? String == "tok0" }?["body"] as? String,
@@ -73,7 +75,7 @@ final class FCMClientTests: XCTestCase {
         XCTAssertEqual(a[7].httpStatus, 502)
         XCTAssertNil(a[7].reason, "HTML: status only")
         XCTAssertTrue(a[7].rawDetail?.hasPrefix("unparseable body") ?? false)
-        XCTAssertEqual(a[8].reason, "INVALID_ARGUMENT", "B.2: data values must be strings")
+        XCTAssertEqual(a[8].reason, "INVALID_ARGUMENT", "projects.messages: data values must be strings")
         XCTAssertFalse(a[8].namesToken, "a data violation does not blame the token")
         XCTAssertEqual(fake.log("push").count, 0)
     }
@@ -82,7 +84,7 @@ final class FCMClientTests: XCTestCase {
         let fake = try startFake()
         let fcm = try client(fake)
         let answers = fcm.send([push("revoke-1"), push("plain-1")])
-        XCTAssertEqual(answers.map(\.httpStatus), [200, 200], "B.3: refresh once on 401 and retry")
+        XCTAssertEqual(answers.map(\.httpStatus), [200, 200], "OAuth2: refresh once on 401 and retry")
         XCTAssertEqual(fake.log("oauth").count, 2)
         XCTAssertEqual(fcm.send([push("plain-2")]).first?.httpStatus, 200)
         XCTAssertEqual(fake.log("oauth").count, 2, "the fresh token is kept")
@@ -112,6 +114,32 @@ final class FCMClientTests: XCTestCase {
         XCTAssertEqual(fake.log("push").count, 0)
     }
 
+    /// Issue 11: two service accounts with the same `client_email` and different keys, one shared
+    /// cache, both orders: the wrong key never gets the right one's access token (its assertion is
+    /// refused: `oauth:invalid_grant`, a credentials problem), the right one is unaffected.
+    func testSameClientEmailWithAnotherKeyNeverSharesTheAccessToken() throws {
+        for rightFirst in [true, false] {
+            let fake = try startFake()
+            let cache = InMemoryProviderTokenCache()
+            let right = try client(fake, tokenCache: cache)
+            let wrong = try client(fake, keyFile: "sa_other_key.pem", tokenCache: cache)
+            XCTAssertNotEqual(right.tokenCacheKey, wrong.tokenCacheKey)
+            XCTAssertTrue(right.tokenCacheKey.hasPrefix("fcm:\(Self.email):"), right.tokenCacheKey)
+            var answers: [String: ProviderAnswer] = [:]
+            for (name, c) in rightFirst ? [("right", right), ("wrong", wrong)] : [("wrong", wrong), ("right", right)] {
+                answers[name] = try XCTUnwrap(c.send([push("\(name)-\(rightFirst)")]).first)
+            }
+            XCTAssertEqual(answers["right"]?.httpStatus, 200, "right first: \(rightFirst)")
+            let refused = try XCTUnwrap(answers["wrong"])
+            XCTAssertEqual(refused.transport, .notSent)
+            XCTAssertEqual(refused.reason, "oauth:invalid_grant")
+            XCTAssertEqual(ProviderAnswerTable.classify(refused, provider: .fcm, credentialsVerified: false),
+                           .credentialsInvalid(reason: "oauth:invalid_grant"))
+            XCTAssertEqual(fake.log("push").compactMap { $0["token"] as? String }, ["right-\(rightFirst)"])
+            XCTAssertEqual(fake.log("oauth").count, 1, "one token issued, to the right key")
+        }
+    }
+
     func testHangingSendTimesOut() throws {
         let fake = try startFake()
         let fcm = try client(fake, timeoutMillis: 1_200)
@@ -120,7 +148,7 @@ final class FCMClientTests: XCTestCase {
         XCTAssertEqual(answers[1].httpStatus, 200)
     }
 
-    func testAssertionCarriesTheB3Claims() throws {
+    func testAssertionCarriesTheServiceAccountGrantClaims() throws {
         let fake = try startFake()
         let fcm = try client(fake)
         let jwt = try fcm.assertion(now: 1_700_000_000)

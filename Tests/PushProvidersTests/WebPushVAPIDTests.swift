@@ -5,7 +5,7 @@ import PushProviders
 import PushTestSupport
 import XCTest
 
-/// VAPID keys and tokens (RFC 8292, PROTOCOLS.md C.3) without a network.
+/// VAPID keys and tokens (RFC 8292) without a network.
 final class WebPushVAPIDTests: XCTestCase {
     /// RFC 8292 §3.2: `k` / `applicationServerKey` is the 65-byte uncompressed point, base64url.
     func testPublicKeyIsTheUncompressedPointInBase64URL() throws {
@@ -80,7 +80,33 @@ final class WebPushVAPIDTests: XCTestCase {
         XCTAssertEqual(try vapid.token(origin: "https://b.example", now: t0 + 11 * 3600), other)
     }
 
-    /// RFC 8292 §2.1 / PROTOCOLS C.3: `sub` must be a mailto: or https: URI; lifetime ≤ 24 h.
+    /// Issue 11: clients sharing one cache share a token only when they hold the same key and
+    /// subject; each token verifies with its own client's key and carries its own `sub`.
+    func testSharedCacheGivesEachKeyAndSubjectItsOwnToken() throws {
+        let cache = InMemoryProviderTokenCache()
+        let origin = "https://push.example.net", t0: Int64 = 1_700_000_000
+        let keysA = try VAPIDKeys.generate(), keysB = try VAPIDKeys.generate()
+        let a = try WebPushVAPID.make(keys: keysA, subject: "mailto:a@example.com", tokenCache: cache)
+        let b = try WebPushVAPID.make(keys: keysB, subject: "mailto:a@example.com", tokenCache: cache)
+        let aOtherSubject = try WebPushVAPID.make(keys: keysA, subject: "mailto:other@example.com", tokenCache: cache)
+        let aAgain = try WebPushVAPID.make(keys: try VAPIDKeys(privateKeyPEM: try keysA.privateKeyPEM()),
+                                           subject: "mailto:a@example.com", tokenCache: cache)
+        let tokenA = try a.token(origin: origin, now: t0).value
+        let tokenB = try b.token(origin: origin, now: t0).value
+        let tokenA2 = try aOtherSubject.token(origin: origin, now: t0).value
+        XCTAssertNotEqual(tokenA, tokenB)
+        XCTAssertNotEqual(tokenA, tokenA2)
+        let signerA = try JWTSigner.es256(privateKeyPEM: try keysA.privateKeyPEM(), keyId: "")
+        let signerB = try JWTSigner.es256(privateKeyPEM: try keysB.privateKeyPEM(), keyId: "")
+        XCTAssertTrue(signerA.verify(tokenA))
+        XCTAssertFalse(signerA.verify(tokenB))
+        XCTAssertTrue(signerB.verify(tokenB))
+        let claims = String(decoding: try XCTUnwrap(Base64URL.decode(String(tokenA2.split(separator: ".")[1]))), as: UTF8.self)
+        XCTAssertTrue(claims.contains(#""sub":"mailto:other@example.com""#), claims)
+        XCTAssertEqual(try aAgain.token(origin: origin, now: t0 + 5).value, tokenA, "the same key and subject share it")
+    }
+
+    /// RFC 8292 §2, §2.1: `sub` must be a mailto: or https: URI; lifetime ≤ 24 h.
     func testSubjectAndLifetimeAreChecked() throws {
         let keys = try VAPIDKeys.generate()
         for bad in ["", "ops@example.com", "http://example.com", "mailto:", "mailto:a b@example.com", "mailto:\"x\"@example.com",
@@ -101,7 +127,7 @@ final class WebPushVAPIDTests: XCTestCase {
         }
     }
 
-    /// The request a push becomes: headers in order, body unchanged, URL = endpoint (PROTOCOLS C.1).
+    /// The request a push becomes: headers in order, body unchanged, URL = endpoint (RFC 8030 §5).
     func testPreparedRequestCarriesTheRFC8030Headers() throws {
         let keys = try VAPIDKeys.generate()
         let clock = ManualClock(1_700_000_000)

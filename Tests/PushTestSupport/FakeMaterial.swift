@@ -2,7 +2,8 @@ import Foundation
 
 /// Throwaway CA, server certificate and signing keys made once per test process by
 /// `scripts/fakes/mkcerts.py`: `ca.pem`, `server.pem`/`server.key` (valid for 127.0.0.1 and
-/// localhost), `apns_key.p8`/`apns_pub.pem` (P-256), `sa_key.pem`/`sa_pub.pem` (RSA service account).
+/// localhost), `apns_key.p8`/`apns_pub.pem` (P-256), `sa_key.pem`/`sa_pub.pem` (RSA service account),
+/// and `apns_other.p8` / `sa_other_key.pem`: keys of the same kinds that no fake trusts.
 /// The folder is removed when the process exits; the fakes' port files and logs live there too.
 public enum FakeMaterial {
     /// Removed at exit.

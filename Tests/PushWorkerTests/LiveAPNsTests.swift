@@ -1,11 +1,14 @@
 import Foundation
 import XCTest
 import PushCore
+import PushCrypto
+import PushTestSupport
 @testable import PushStore
 @testable import PushWorker
 
 /// The worker with `LiveRouter` against the fake APNs, one test per row of the answer table
-/// (PROTOCOLS A.6, `ProviderAnswerTable`), with device, credential, event and ledger effects.
+/// (`ProviderAnswerTable`; Apple's "Handling notification responses from APNs"), with device,
+/// credential, event and ledger effects.
 final class LiveAPNsTests: LiveTestCase {
     func testAccepted200RecordsApnsIDAndVerifiesCredentialsR_APP_3() throws {
         try setAPNs()
@@ -210,7 +213,7 @@ final class LiveAPNsTests: LiveTestCase {
         XCTAssertEqual(Set(pushes(fakes.sandbox).compactMap { $0["token"] as? String }), expected[.sandbox])
     }
 
-    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT_A5() throws {
+    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT() throws {
         try setAPNs()
         for i in 0..<4 { _ = try device("ok", user: "u\(i)", n: i) }
         try drainSend(users: ["u0", "u1"])
@@ -219,9 +222,11 @@ final class LiveAPNsTests: LiveTestCase {
         let logged = pushes(fakes.apns)
         XCTAssertEqual(logged.count, 4)
         XCTAssertEqual(Set(logged.compactMap { $0["jwt_sig"] as? String }).count, 1)
-        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text",
-                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID)")])
-        XCTAssertEqual(try r.int(0, "n"), 1)
+        let fingerprint = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: LiveFakes.keyID)
+            .publicKeyFingerprint
+        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text AND token IS NULL",
+                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID):\(fingerprint)")])
+        XCTAssertEqual(try r.int(0, "n"), 1, "one sealed row, keyed by the signing key (issue 11)")
     }
 
     func testThousandHealthyDevicesBehindWrongTopicAreKeptWithOneCredentialsEventR_PRV_3() throws {

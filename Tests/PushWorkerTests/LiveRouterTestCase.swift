@@ -50,7 +50,7 @@ class LiveRouterTestCase: XCTestCase {
         configure(&rc)
         let url = database.conninfo
         router = LiveRouter(keys: keys, configuration: rc,
-                            apnsTokenCache: PGProviderTokenCache { try PGConnection.connect(url) },
+                            apnsTokenCache: PGProviderTokenCache(keys: keys, log: Log(level: .error)) { try PGConnection.connect(url) },
                             openConnection: { try PGConnection.connect(url) })
         var config = WorkerConfig(owner: owner, claimLimit: 4, batchSize: batchSize)
         if let retryPolicy { config.retryPolicy = retryPolicy }
@@ -59,8 +59,9 @@ class LiveRouterTestCase: XCTestCase {
 
     // MARK: - Credentials
 
-    func credential(_ kind: CredentialKind) throws -> CredentialSummary? {
-        try CredentialStore(connection: conn, keys: nil).states(appID: appID).first { $0.kind == kind }
+    /// The `kind` set of `app` (default: the test's app), without its secret.
+    func credential(_ kind: CredentialKind, app: UUID? = nil) throws -> CredentialSummary? {
+        try CredentialStore(connection: conn, keys: nil).states(appID: app ?? appID).first { $0.kind == kind }
     }
 
     // MARK: - Running
@@ -96,10 +97,10 @@ class LiveRouterTestCase: XCTestCase {
         return (try r.bool(0, "active"), try r.decode(0, "deactivation_reason"))
     }
 
-    /// Payloads of this app's events of `type`, oldest first.
-    func events(_ type: String) throws -> [[String: Any]] {
+    /// Payloads of the events of `type` of `app` (default: the test's app), oldest first.
+    func events(_ type: String, app: UUID? = nil) throws -> [[String: Any]] {
         let r = try conn.exec("SELECT payload::text AS p FROM push_events WHERE app_id = $1::uuid AND type = $2::text ORDER BY id",
-                              [.uuid(appID), .text(type)])
+                              [.uuid(app ?? appID), .text(type)])
         return try r.rows.map { (try JSONSerialization.jsonObject(with: Data(try r.string($0, "p").utf8)) as? [String: Any]) ?? [:] }
     }
 }

@@ -43,37 +43,39 @@ class LiveTestCase: LiveRouterTestCase {
 
     // MARK: - Credentials
 
+    /// The APNs set of `app` (default: the test's app) for the fakes, with the `.p8` in `p8File`.
     @discardableResult
-    func setAPNs(topic: String = LiveFakes.topic) throws -> CredentialSummary {
+    func setAPNs(topic: String = LiveFakes.topic, app: UUID? = nil, p8File: String = "apns_key.p8") throws -> CredentialSummary {
         try CredentialStore(connection: conn, keys: keys).set(
-            appID: appID, kind: .apns,
+            appID: app ?? appID, kind: .apns,
             config: ["team_id": LiveFakes.teamID, "key_id": LiveFakes.keyID, "topic": topic,
                      "apns_base_url_production": fakes.apns.baseURL, "apns_base_url_sandbox": fakes.sandbox.baseURL],
-            secret: try FakeMaterial.bytes("apns_key.p8"))
+            secret: try FakeMaterial.bytes(p8File))
     }
 
+    /// The FCM set of `app` (default: the test's app) for the fake, its private key from `keyFile`.
     @discardableResult
-    func setFCM() throws -> CredentialSummary {
+    func setFCM(app: UUID? = nil, keyFile: String = "sa_key.pem") throws -> CredentialSummary {
         try CredentialStore(connection: conn, keys: keys).set(
-            appID: appID, kind: .fcm, config: ["fcm_base_url": fakes.fcm.baseURL, "fcm_token_uri": fakes.fcm.baseURL + "/token"],
-            secret: try FakeMaterial.serviceAccountJSON(tokenURI: "https://oauth2.googleapis.com/token"))
+            appID: app ?? appID, kind: .fcm, config: ["fcm_base_url": fakes.fcm.baseURL, "fcm_token_uri": fakes.fcm.baseURL + "/token"],
+            secret: try FakeMaterial.serviceAccountJSON(tokenURI: "https://oauth2.googleapis.com/token", keyFile: keyFile))
     }
 
     // MARK: - Devices and notifications
 
     /// Registers a live device for `user` whose token is `prefix-<tag>-<n>` (the prefix picks the fake's answer).
     func device(_ prefix: String, platform: Platform = .ios, environment: APNsEnvironment = .production,
-                user: String = "u1", n: Int = 0) throws -> (id: UUID, token: String) {
+                user: String = "u1", n: Int = 0, app: UUID? = nil) throws -> (id: UUID, token: String) {
         let token = "\(prefix)-\(tag)-\(n)"
         let reg = try DeviceRegistration.validate(mode: "live", platform: platform.rawValue, token: token, userID: user,
                                                   apnsEnvironment: platform == .ios ? environment.rawValue : nil,
                                                   encryptionPublicKey: .none)
-        return (try DeviceRegistry(connection: conn).register(appID: appID, reg).deviceID, token)
+        return (try DeviceRegistry(connection: conn).register(appID: app ?? appID, reg).deviceID, token)
     }
 
     func send(users: [String] = ["u1"], title: String = "Hello", collapseKey: String? = nil,
-              priority: String? = nil) throws -> UUID {
-        var q = EnqueueRequest(appID: appID, mode: "live", userIDs: users)
+              priority: String? = nil, app: UUID? = nil) throws -> UUID {
+        var q = EnqueueRequest(appID: app ?? appID, mode: "live", userIDs: users)
         q.title = title
         q.body = "World"
         q.collapseKey = collapseKey

@@ -1,4 +1,5 @@
-"""Fake APNs provider API (tests only): HTTP/2 over TLS on 127.0.0.1, PROTOCOLS.md section A.
+"""Fake APNs provider API (tests only): HTTP/2 over TLS on 127.0.0.1, as Apple's
+"Sending notification requests to APNs" and "Handling notification responses from APNs" describe it.
 
 Checks what APNs checks for token auth: `authorization: bearer <JWT>` signed ES256 (raw 64-byte r||s,
 a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-id, `iat` not older than
@@ -6,7 +7,7 @@ a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-
 `apns-priority` in 10/5/1; numeric `apns-expiration`; `apns-collapse-id` <= 64 bytes; lower-case UUID
 `apns-id`; body 1..4096 bytes (413 PayloadTooLarge above).
 With --initial-streams 1 a new connection allows one stream until a request with a valid token has
-been seen, then --max-streams (A.5); streams beyond the advertised limit get RST_STREAM REFUSED_STREAM.
+been seen, then --max-streams (as APNs does with token auth); streams beyond the advertised limit get RST_STREAM REFUSED_STREAM.
 
 Scenario by device-token prefix (the token in /3/device/<token>):
   unregistered -> 410 Unregistered + timestamp 1700000000000   baddevice   -> 400 BadDeviceToken
@@ -19,7 +20,11 @@ Scenario by device-token prefix (the token in /3/device/<token>):
   goaway       -> GOAWAY (Shutdown) without answering, then close drop -> TCP close without answering
 anything else -> 200 with the apns-id. Every 200 is appended to --log as
 {"kind":"push","conn":n,"apns_id":..,"token":..,"topic":..,"priority":..,"expiration":..,
- "collapse_id":..,"iat":..,"jwt_sig":<first 16 chars of the signature>,"payload":<body text>}.
+ "collapse_id":..,"iat":..,"jwt_sig":<first 16 chars of the signature>,"jwt":<the whole JWT>,"payload":<body text>}.
+Every refused provider token (403) as {"kind":"jwt_refused","conn":n,"reason":..,"token":..,"jwt":<the JWT or null>}.
+With --expired-barrier N the first ExpiredProviderToken answers wait until N connections have sent an
+expired token (at most --expired-barrier-timeout seconds), so N clients (worker processes) are
+certain to have sent the same expired JWT before any of them learns it is expired.
 """
 import asyncio
 import base64
@@ -55,6 +60,22 @@ class FakeAPNs:
             self.public_key = serialization.load_pem_public_key(f.read())
         self.args = args
         self.log = log
+        self.expired_conns = set()
+        self.barrier = None  # asyncio.Event, made inside the running loop
+
+    async def expired_barrier(self, conn_id):
+        """Holds an ExpiredProviderToken answer until --expired-barrier connections sent one (or the timeout)."""
+        if self.args.expired_barrier <= 1:
+            return
+        if self.barrier is None:
+            self.barrier = asyncio.Event()
+        self.expired_conns.add(conn_id)
+        if len(self.expired_conns) >= self.args.expired_barrier:
+            self.barrier.set()
+        try:
+            await asyncio.wait_for(self.barrier.wait(), self.args.expired_barrier_timeout)
+        except asyncio.TimeoutError:
+            self.barrier.set()  # give up waiting: later answers go out at once
 
     def check_jwt(self, authorization):
         """Returns (error Response or None, iat, signature prefix)."""
@@ -96,10 +117,16 @@ class FakeAPNs:
         for name in ("authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-id"):
             if req.count(name) > 1:
                 return reason(400, "DuplicateHeaders")
-        error, iat, sig = self.check_jwt(req.headers.get("authorization"))
+        authorization = req.headers.get("authorization") or ""
+        error, iat, sig = self.check_jwt(authorization)
         if error:
+            why = json.loads(error.body)["reason"]
+            jwt = authorization[len("bearer "):] if authorization.startswith("bearer ") else None
+            self.log.write({"kind": "jwt_refused", "conn": req.conn_id, "reason": why, "token": token, "jwt": jwt})
+            if why == "ExpiredProviderToken":
+                await self.expired_barrier(req.conn_id)
             return error
-        req.protocol.raise_stream_limit()  # A.5: more streams once a valid token was seen
+        req.protocol.raise_stream_limit()  # more streams once a valid token was seen
         h = req.headers
         topic = h.get("apns-topic")
         if not topic:
@@ -129,7 +156,8 @@ class FakeAPNs:
         self.log.write({"kind": "push", "conn": req.conn_id, "apns_id": apns_id, "token": token, "topic": topic,
                         "priority": h.get("apns-priority"), "expiration": h.get("apns-expiration"),
                         "collapse_id": h.get("apns-collapse-id"), "push_type": h.get("apns-push-type"),
-                        "iat": iat, "jwt_sig": sig, "payload": req.body.decode("utf-8", "replace")})
+                        "iat": iat, "jwt_sig": sig, "jwt": authorization[len("bearer "):],
+                        "payload": req.body.decode("utf-8", "replace")})
         return Response(200, b"", [("apns-id", apns_id)])
 
     async def scenario(self, token):
@@ -175,6 +203,9 @@ def main():
     p.add_argument("--key-id", required=True)
     p.add_argument("--topic", required=True, help="the only topic this key may push to")
     p.add_argument("--max-token-age", type=int, default=3600, help="seconds before ExpiredProviderToken")
+    p.add_argument("--expired-barrier", type=int, default=0,
+                   help="hold the first ExpiredProviderToken answers until this many connections sent one")
+    p.add_argument("--expired-barrier-timeout", type=float, default=10.0, help="longest wait at the barrier, seconds")
     args = p.parse_args()
     log = h2server.JsonlLog(args.log)
     fake = FakeAPNs(args, log)

@@ -1,10 +1,12 @@
-"""Fake FCM HTTP v1 + Google OAuth2 token endpoint (tests only): HTTP/2 over TLS, PROTOCOLS.md section B.
+"""Fake FCM HTTP v1 + Google OAuth2 token endpoint (tests only): HTTP/2 over TLS, as
+Firebase's "REST Resource: projects.messages" and Google's OAuth2 service-account flow describe them.
 
 POST /token  (form: grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer, assertion=<JWT>)
   verifies the RS256 assertion with --sa-public-key: iss = --client-email, scope contains
   firebase.messaging or cloud-platform, aud = --audience (default: this server's /token URL or Google's),
   exp - iat <= 3600 and not expired. Answers {"access_token","token_type":"Bearer","expires_in":--token-lifetime};
-  logs {"kind":"oauth","n":k}. Errors: 400 {"error":"invalid_grant","error_description":...}.
+  logs {"kind":"oauth","n":k,"assertion":<JWT>}. Errors: 400 {"error":"invalid_grant","error_description":...},
+  logged as {"kind":"oauth_refused","error_description":..,"assertion":<JWT or null>}.
 POST /v1/projects/<--project-id>/messages:send  with `authorization: Bearer <issued token>` (else 401
   UNAUTHENTICATED). Body {"message":{"token":...,...}}; data values must be strings (else 400
   INVALID_ARGUMENT naming message.data[i].value); android.ttl must look like "<n>s".
@@ -15,7 +17,8 @@ Scenario by message.token prefix (Google error envelope, FcmError in details):
   ratelimit    -> 429 RESOURCE_EXHAUSTED without FcmError (ErrorInfo only)
   html         -> 502 HTML body             hang        -> never answers
   revoke       -> first time per token: the bearer token is revoked and 401 UNAUTHENTICATED; later 200
-anything else -> 200 {"name":"projects/<id>/messages/<n>"}, logged as {"kind":"push","token","body","name"}.
+anything else -> 200 {"name":"projects/<id>/messages/<n>"}, logged as {"kind":"push","token","body","name","oauth_n"}
+(oauth_n: the n of the access token the request carried).
 """
 import asyncio
 import base64
@@ -58,7 +61,7 @@ class FakeFCM:
             self.public_key = serialization.load_pem_public_key(f.read())
         self.args = args
         self.log = log
-        self.tokens = set()
+        self.tokens = {}  # access token -> n of its oauth line
         self.revoked_once = set()
         self.issued = 0
         self.sent = 0
@@ -75,6 +78,7 @@ class FakeFCM:
         form = urllib.parse.parse_qs(req.body.decode("utf-8", "replace"))
         if form.get("grant_type") != ["urn:ietf:params:oauth:grant-type:jwt-bearer"] or "assertion" not in form:
             return Response.json(400, {"error": "unsupported_grant_type"})
+        assertion = form["assertion"][0]
         try:
             h64, c64, s64 = form["assertion"][0].split(".")
             header, claims = json.loads(b64url_decode(h64)), json.loads(b64url_decode(c64))
@@ -82,7 +86,7 @@ class FakeFCM:
                 raise ValueError("alg")
             self.public_key.verify(b64url_decode(s64), (h64 + "." + c64).encode(), padding.PKCS1v15(), hashes.SHA256())
         except (ValueError, InvalidSignature, TypeError):
-            return Response.json(400, {"error": "invalid_grant", "error_description": "Invalid JWT Signature."})
+            return self.refuse("Invalid JWT Signature.", assertion)
         audiences = {self.args.audience} if self.args.audience else {
             "https://oauth2.googleapis.com/token", "https://127.0.0.1:%d/token" % self.port(req),
             "https://localhost:%d/token" % self.port(req)}
@@ -100,13 +104,17 @@ class FakeFCM:
         elif claims["exp"] - claims["iat"] > 3600 or claims["exp"] < now or claims["iat"] > now + 60:
             problem = "lifetime"
         if problem:
-            return Response.json(400, {"error": "invalid_grant", "error_description": "bad claim: " + problem})
+            return self.refuse("bad claim: " + problem, assertion)
         self.issued += 1
         token = "fake-%d-%s" % (self.issued, secrets.token_hex(8))
-        self.tokens.add(token)
-        self.log.write({"kind": "oauth", "n": self.issued})
+        self.tokens[token] = self.issued
+        self.log.write({"kind": "oauth", "n": self.issued, "assertion": assertion})
         return Response.json(200, {"access_token": token, "token_type": "Bearer",
                                    "expires_in": self.args.token_lifetime})
+
+    def refuse(self, description, assertion):
+        self.log.write({"kind": "oauth_refused", "error_description": description, "assertion": assertion})
+        return Response.json(400, {"error": "invalid_grant", "error_description": description})
 
     def port(self, req):
         authority = req.headers.get(":authority", "")
@@ -140,7 +148,7 @@ class FakeFCM:
         self.sent += 1
         name = "projects/%s/messages/%d" % (project, self.sent)
         self.log.write({"kind": "push", "conn": req.conn_id, "token": token, "name": name,
-                        "body": req.body.decode("utf-8", "replace")})
+                        "body": req.body.decode("utf-8", "replace"), "oauth_n": self.tokens.get(bearer)})
         return Response.json(200, {"name": name})
 
     async def scenario(self, token, bearer):
@@ -168,7 +176,7 @@ class FakeFCM:
             await asyncio.Event().wait()  # never answers
         if token.startswith("revoke") and token not in self.revoked_once:
             self.revoked_once.add(token)
-            self.tokens.discard(bearer)
+            self.tokens.pop(bearer, None)
             return google_error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         return None
 

@@ -8,6 +8,8 @@ Writes into OUTDIR:
   apns_key.p8            a P-256 PKCS#8 private key, like an APNs auth key (.p8)
   apns_pub.pem           its public key (SubjectPublicKeyInfo PEM) for fake_apns.py --public-key
   sa_key.pem, sa_pub.pem an RSA-2048 key pair standing for a Google service account
+  apns_other.p8          a second P-256 key no fake trusts (an app holding the wrong .p8)
+  sa_other_key.pem       a second RSA-2048 key no fake trusts (a service account file with the wrong key)
 Nothing here is a real credential; everything is regenerated on each call.
 """
 import datetime
@@ -75,6 +77,9 @@ def main(out):
     sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     write(os.path.join(out, "sa_key.pem"), private_pem(sa))
     write(os.path.join(out, "sa_pub.pem"), public_pem(sa))
+
+    write(os.path.join(out, "apns_other.p8"), private_pem(ec.generate_private_key(ec.SECP256R1())))
+    write(os.path.join(out, "sa_other_key.pem"), private_pem(rsa.generate_private_key(public_exponent=65537, key_size=2048)))
 
 
 if __name__ == "__main__":

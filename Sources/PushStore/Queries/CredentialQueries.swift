@@ -37,15 +37,28 @@ enum CredentialQueries {
     /// Serializes every caller of one cache key until the end of the transaction.
     static let tokenLock = "SELECT pg_advisory_xact_lock(hashtext($1::text))"
 
+    /// The row's sealed token (sql/0007); a row without one (written in clear by a worker before
+    /// schema 7) reads as absent.
     static let tokenGet = """
-    SELECT token, extract(epoch FROM issued_at)::bigint AS issued_at, extract(epoch FROM expires_at)::bigint AS expires_at
-      FROM push_provider_tokens WHERE cache_key = $1::text
+    SELECT sealed_token, extract(epoch FROM issued_at)::bigint AS issued_at, extract(epoch FROM expires_at)::bigint AS expires_at
+      FROM push_provider_tokens WHERE cache_key = $1::text AND sealed_token IS NOT NULL
     """
 
+    /// Stores a sealed token; never a token in clear (`token` is cleared).
     static let tokenPut = """
-    INSERT INTO push_provider_tokens (cache_key, token, issued_at, expires_at)
-    VALUES ($1::text, $2::text, to_timestamp($3::bigint), to_timestamp($4::bigint))
+    INSERT INTO push_provider_tokens (cache_key, token, sealed_token, issued_at, expires_at)
+    VALUES ($1::text, NULL, $2::bytea, to_timestamp($3::bigint), to_timestamp($4::bigint))
     ON CONFLICT (cache_key) DO UPDATE
-       SET token = excluded.token, issued_at = excluded.issued_at, expires_at = excluded.expires_at
+       SET token = NULL, sealed_token = excluded.sealed_token, issued_at = excluded.issued_at,
+           expires_at = excluded.expires_at
     """
+
+    /// Every sealed token, locked for a key rotation.
+    static let tokenAllSealed = """
+    SELECT cache_key, sealed_token FROM push_provider_tokens WHERE sealed_token IS NOT NULL ORDER BY cache_key FOR UPDATE
+    """
+
+    static let tokenReseal = "UPDATE push_provider_tokens SET sealed_token = $2::bytea WHERE cache_key = $1::text"
+
+    static let tokenDelete = "DELETE FROM push_provider_tokens WHERE cache_key = $1::text"
 }
