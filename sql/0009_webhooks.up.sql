@@ -24,7 +24,7 @@ CREATE UNIQUE INDEX push_events_public_id_key ON push_events (public_id);
 
 -- R-MODE-1: the mode an event belongs to. Device and notification events carry theirs;
 -- credential and app-policy events are live (credentials serve live mode only, R-APP-3; changing
--- require_encryption needs a live credential, R-API-2).
+-- require_encryption is a live credential's change in the API).
 CREATE FUNCTION push_event_mode(p_payload jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(p_payload ->> 'mode', 'live')
@@ -32,7 +32,7 @@ $$;
 
 -- MARK: endpoints
 
--- Shape bounds of an endpoint's event types (R-LIM-1); which types exist is PushCore's
+-- Shape bounds of an endpoint's event types, at the SQL boundary too; which types exist is PushCore's
 -- WebhookEventType, checked before the row is written.
 CREATE FUNCTION push_webhook_types_ok(p_types text[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$

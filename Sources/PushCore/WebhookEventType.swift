@@ -1,4 +1,4 @@
-/// The webhook event types (R-HOOK-1, seed 002, issue 19). The raw value is the `type` of the
+/// The webhook event types (R-HOOK-1, issue 19). The raw value is the `type` of the
 /// webhook body and of `push_events.type`; it never changes once released.
 public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable {
     /// A device was deactivated: the provider said its token is no longer valid (`UNREGISTERED`),
@@ -7,8 +7,8 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable 
     case pushDeviceDeactivated = "push_device.deactivated"
     /// An app's live credential set was marked invalid (R-PRV-2, R-PRV-3). Live mode only (R-APP-3).
     case pushAppCredentialsInvalid = "push_app.credentials_invalid"
-    /// An app's `require_encryption` was turned off (R-APP-1). Live mode (changing it needs a live
-    /// credential, R-API-2).
+    /// An app's `require_encryption` was turned off (R-APP-1). Live mode (the API lets only a live
+    /// credential change it).
     case pushAppEncryptionDisabled = "push_app.encryption_disabled"
     /// A notification reached its final status (sent, sms_fallback, failed, cancelled). Opt-in.
     case pushNotificationFinished = "push_notification.finished"
