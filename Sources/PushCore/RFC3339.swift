@@ -22,8 +22,8 @@ public enum RFC3339 {
     }
 
     /// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01 (H. Hinnant's
-    /// days-to-civil algorithm).
-    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+    /// days-to-civil algorithm; the PostgreSQL timestamp writer uses it too).
+    public static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
         let z = z0 + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
