@@ -67,25 +67,32 @@ extension Commands {
 
     static func webhooks(_ sub: String, _ args: Arguments, _ out: Output) throws {
         let env = ProcessInfo.processInfo.environment
-        let needsKey = sub == "create" || sub == "rotate-secret"
-        let store = WebhookEndpointStore(connection: try connect(),
-                                         keys: needsKey ? try CredentialKeys.fromEnvironment(env) : nil)
+        // Input is checked before any connection: bad input is refused even with no database.
+        func store(withKey: Bool = false) throws -> WebhookEndpointStore {
+            WebhookEndpointStore(connection: try connect(), keys: withKey ? try CredentialKeys.fromEnvironment(env) : nil)
+        }
         let events: [String]? = args.values("events").isEmpty ? nil
             : args.values("events").flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        if events != nil { _ = try WebhookEndpointRules.eventTypes(events) }
         switch sub {
         case "create":
             guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
-            let made = try store.create(appID: app, mode: try mode(args), url: try args.required("url"), eventTypes: events)
+            let m = try mode(args), url = try args.required("url")
+            try WebhookEndpointRules.validateURL(url, mode: m,
+                                                 allowLoopback: WebhookEndpointStore.allowLoopback(env))
+            let made = try store(withKey: true).create(appID: app, mode: m, url: url, eventTypes: events)
             let view = WebhookEndpointView(made.endpoint, secret: made.secret)
             out.emit(view) { view.line }
         case "list":
             guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
-            let views = try store.list(appID: app, mode: try args.value("mode").map { _ in try mode(args) })
-                .map { WebhookEndpointView($0) }
+            let m = try args.value("mode").map { _ in try mode(args) }
+            let views = try store().list(appID: app, mode: m).map { WebhookEndpointView($0) }
             out.emit(views) { views.isEmpty ? "no webhook endpoints" : views.map(\.line).joined(separator: "\n") }
         case "show", "enable", "disable", "delete", "rotate-secret", "update":
             let id = try endpointID(args.positional.count > 2 ? args.positional[2] : nil)
             let shown = id.uuidString.lowercased()
+            if sub == "update" && args.value("url") == nil && events == nil { throw CLIError.usage("give --url and/or --events") }
+            let store = try store(withKey: sub == "rotate-secret")
             if sub == "delete" {
                 guard try store.delete(id: id) else { throw PushError(.notFound, "no webhook endpoint \(shown)") }
                 out.emit(KV(fields: ["deleted": shown])) { "webhook endpoint \(shown) deleted, with its pending deliveries" }
@@ -97,7 +104,6 @@ extension Commands {
             case "enable": view = try store.update(id: id, enabled: true).map { WebhookEndpointView($0) }
             case "disable": view = try store.update(id: id, enabled: false).map { WebhookEndpointView($0) }
             case "update":
-                guard args.value("url") != nil || events != nil else { throw CLIError.usage("give --url and/or --events") }
                 view = try store.update(id: id, url: args.value("url"), eventTypes: events).map { WebhookEndpointView($0) }
             default:
                 view = try store.rotateSecret(id: id).map { WebhookEndpointView($0.endpoint, secret: $0.secret) }
@@ -111,8 +117,8 @@ extension Commands {
             guard endpoint != nil || event != nil || app != nil else {
                 throw CLIError.usage("give --endpoint, --event or --app")
             }
-            let list = try store.attempts(endpointID: endpoint, eventID: event, appID: app,
-                                          limit: try args.int("limit", in: 1...1000) ?? 50)
+            let limit = try args.int("limit", in: 1...1000) ?? 50
+            let list = try store().attempts(endpointID: endpoint, eventID: event, appID: app, limit: limit)
             out.emit(list) {
                 list.isEmpty ? "no attempts" : list.map { a in
                     "\(iso(a.attemptedAt))  \(PrefixedID.format(a.eventID, .event))  \(a.eventType)  attempt \(a.attempt)  "
@@ -123,7 +129,7 @@ extension Commands {
         case "resend":
             let event = try eventID(args.positional.count > 2 ? args.positional[2] : nil)
             let endpoint = try args.value("endpoint").map { try endpointID($0) }
-            let n = try store.resend(eventID: event, endpointID: endpoint)
+            let n = try store().resend(eventID: event, endpointID: endpoint)
             out.emit(KV(fields: ["queued": String(n)])) {
                 n == 0 ? "nothing queued: every delivery of this event is still pending"
                     : "queued \(n) deliver\(n == 1 ? "y" : "ies") of \(PrefixedID.format(event, .event)) (same webhook-id)"

@@ -58,7 +58,7 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
             """, [.uuid(app)])
 
         try startDispatcher()
-        XCTAssertTrue(try waitUntil(15) { try received().count >= 6 }, "6 events")
+        XCTAssertTrue(try waitUntil(30) { try received().count >= 6 }, "6 events: \(diagnosis())")
         let all = try received()
         XCTAssertEqual(all.count, 6)
         for r in all {
@@ -85,7 +85,7 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
         let rotated = try XCTUnwrap(try endpoints.rotateSecret(id: test.endpoint.id))
         try setSecrets("test", [rotated.secret, test.secret])
         try insertEvents(2, app: app)
-        XCTAssertTrue(try waitUntil(15) { try received("test").count >= 6 })
+        XCTAssertTrue(try waitUntil(30) { try received("test").count >= 6 }, "2 more after the rotation: \(diagnosis())")
         for r in try received("test").suffix(2) {
             XCTAssertEqual(r.verified, [true, true], "a receiver holding either secret accepts it")
             XCTAssertEqual(r.tamperedBodyRefused, true)
@@ -102,7 +102,7 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
         try setPlan("flaky", "500,500,500,200")
         try insertEvents(1, app: app)
         try startDispatcher(retry: Self.fastRetry(base: 0.3), jitter: { 0.999_999 })
-        XCTAssertTrue(try waitUntil(15) { try int("SELECT count(*)::int FROM push_outbox WHERE state = 'done'") == 1 })
+        XCTAssertTrue(try waitUntil(30) { try int("SELECT count(*)::int FROM push_outbox WHERE state = 'done'") == 1 }, diagnosis())
         let got = try received("flaky")
         XCTAssertEqual(got.count, 4)
         XCTAssertEqual(Set(got.map(\.webhookID)).count, 1, "one webhook-id across retries")
@@ -130,7 +130,7 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
         try insertEvents(5, app: app)
         let metrics = WebhookMetrics()
         try startDispatcher(perEndpoint: 1, metrics: metrics)
-        XCTAssertTrue(try waitUntil(10) { try endpoints.get(id: e.endpoint.id)?.enabled == false })
+        XCTAssertTrue(try waitUntil(30) { try endpoints.get(id: e.endpoint.id)?.enabled == false }, diagnosis())
         XCTAssertTrue(try waitUntil(5) { try int("SELECT count(*)::int FROM push_outbox WHERE state = 'failed'") == 5 })
         Thread.sleep(forTimeInterval: 0.5)
         XCTAssertEqual(try received("gone").count, 1, "one request, then nothing")
@@ -159,7 +159,7 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
         try insertEvents(1, app: app)
         let resolver = StubWebPushResolver(["hooks.example.com": ["127.0.0.1"], "intranet.example.com": ["10.0.0.5"]])
         try startDispatcher(allowLoopback: false, resolver: resolver)
-        XCTAssertTrue(try waitUntil(10) { try int("SELECT count(*)::int FROM push_webhook_attempts") >= 3 })
+        XCTAssertTrue(try waitUntil(30) { try int("SELECT count(*)::int FROM push_webhook_attempts") >= 3 }, diagnosis())
         XCTAssertEqual(try received().count, 0, "no connection was made")
         for e in [sneaky, inside, literal] {
             let a = try XCTUnwrap(try endpoints.attempts(endpointID: e.endpoint.id).first)

@@ -150,6 +150,19 @@ class WebhookDispatchTestCase: XCTestCase {
 
     func int(_ sql: String, _ params: [PGValue?] = []) throws -> Int { try conn.exec(sql, params).int(0, 0) }
 
+    /// What the outbox and the attempt log hold, for a failure message.
+    func diagnosis() -> String {
+        let rows = (try? conn.exec("""
+            SELECT state || ' ' || count(*) || coalesce(' last_error=' || max(last_error), '') AS line
+              FROM push_outbox GROUP BY state
+            """)).map { r in r.rows.compactMap { try? r.string($0, "line") } } ?? []
+        let attempts = (try? conn.exec("""
+            SELECT attempted_at::text || ' ' || result || ' ' || coalesce(status_code::text, '-') || ' ' || coalesce(error, '')
+                   AS line FROM push_webhook_attempts ORDER BY attempted_at DESC LIMIT 5
+            """)).map { r in r.rows.compactMap { try? r.string($0, "line") } } ?? []
+        return "outbox: \(rows.joined(separator: "; ")); last attempts: \(attempts.joined(separator: "; ")); received \((try? received().count) ?? -1)"
+    }
+
     /// Polls `condition` every 20 ms until true or `timeout` seconds pass; returns the last value.
     @discardableResult
     func waitUntil(_ timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
