@@ -138,6 +138,41 @@ final class WebhookOutboxTests: WebhookStoreTestCase {
         XCTAssertGreaterThan(try rows(a.id, "done"), 50, "and they made progress")
     }
 
+    /// A claim racing with transactions that record events always sees the event of every row it
+    /// claims (the claim's statements see commits newer than an enclosing statement would).
+    func testClaimedDeliveriesAlwaysCarryTheirEventUnderConcurrentInserts() throws {
+        try endpoint()
+        let writer = try database.connect(), app = appID!
+        let stop = PGLockedBox(false)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            defer { done.signal() }
+            for _ in 0..<400 where !stop.value {
+                _ = try? writer.exec("""
+                    INSERT INTO push_events (app_id, type, payload)
+                    SELECT $1::uuid, 'push_device.deactivated', jsonb_build_object('device_id', gen_random_uuid(),
+                           'user_id', 'u', 'mode', 'test', 'reason', 'UNREGISTERED') FROM generate_series(1, 3)
+                    """, [.uuid(app)])
+            }
+        }
+        var claimed = 0, orphans = 0
+        let end = Date().addingTimeInterval(20)
+        while Date() < end {
+            let got = try dispatch().claim(owner: "w", limit: 50, perEndpoint: 1000, leaseSeconds: 30)
+            claimed += got.count
+            orphans += got.filter { $0.event == nil || $0.endpoint == nil }.count
+            _ = try dispatch().record(got.map { record($0, .done) })
+            if done.wait(timeout: .now()) == .success {
+                done.signal()
+                if got.isEmpty { break }
+            }
+        }
+        stop.update { $0 = true }
+        _ = done.wait(timeout: .now() + 30)
+        XCTAssertEqual(orphans, 0, "claimed rows whose event or endpoint the claim did not see")
+        XCTAssertEqual(claimed, 1200, "every event claimed once")
+    }
+
     // MARK: - Record
 
     func testRecordIsGuardedByTheLeaseToken() throws {

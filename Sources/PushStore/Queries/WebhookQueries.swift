@@ -84,17 +84,13 @@ enum WebhookQueries {
 
     // MARK: - Dispatch
 
-    /// Claims up to `$2` deliveries for owner `$1` (`push_outbox_claim`: at most `$3` running per
+    /// Claims up to `$2` deliveries for owner `$1` (`push_webhook_claim`: at most `$3` running per
     /// endpoint fleet-wide, turns across endpoints, lease `$4` s, now `$5`), each with its event and
-    /// endpoint (primary keys; either may be gone: LEFT JOIN).
+    /// endpoint (either may be gone: then NULL), read after the claim (see the function's comment).
     static let claim = """
-    SELECT c.id, c.fair_key, c.attempts, c.failures, c.lease_token, c.window_started_at,
-           e.public_id, e.type, e.payload::text AS payload, e.created_at, e.app_id,
-           ep.url, ep.mode, ep.enabled, ep.secret_sealed, ep.previous_secret_sealed, ep.previous_secret_expires_at,
-           ep.failing_since
-      FROM push_outbox_claim('webhook', $1::text, $2::int, $3::int, $4::float8, coalesce($5::timestamptz, now())) c
-      LEFT JOIN push_events e ON e.id = c.ref_id
-      LEFT JOIN push_webhook_endpoints ep ON ep.id = c.fair_key
+    SELECT id, fair_key, attempts, failures, lease_token, window_started_at, public_id, type, payload, created_at, app_id,
+           url, mode, enabled, secret_sealed, previous_secret_sealed, previous_secret_expires_at, failing_since
+      FROM push_webhook_claim($1::text, $2::int, $3::int, $4::float8, coalesce($5::timestamptz, now()))
     """
 
     /// Finished attempts (see `push_webhook_record`): parallel arrays `$1`...`$10`, endpoints to
