@@ -8,10 +8,11 @@
 -- oldest due row comes before any key's second. Kind-specific effects (attempt log, endpoint
 -- health) live in the kind's own functions, which call the generic ones.
 --
--- Events keep being written where the state changes (sql/0002, 0003, 0005: R-PRV-4); triggers
--- here fan each one out to the endpoints that want it in the same transaction, delete it when
--- none does, and record the two new event types. Triggers, not restated functions: every path
--- that writes an event or ends a notification is covered, including functions restated later.
+-- Events keep being written where the state changes (sql/0002, 0003, 0005, 0006: R-PRV-4;
+-- push_app.encryption_disabled by sql/0006's push_app_update); triggers here fan each one out to
+-- the endpoints that want it in the same transaction, delete it when none does, and record
+-- push_notification.finished. Triggers, not restated functions: every path that writes an event
+-- or ends a notification is covered, including functions restated later.
 
 -- MARK: events
 
@@ -429,7 +430,7 @@ BEGIN
 END
 $$;
 
--- MARK: fan-out and the new event types
+-- MARK: fan-out and push_notification.finished
 
 -- R-HOOK-1, R-PRV-4: in the transaction that records an event, one outbox row per enabled
 -- endpoint of its app and mode subscribed to its type (push_webhook_endpoints_app_idx); an event no
@@ -474,19 +475,6 @@ $$;
 CREATE TRIGGER push_notifications_finished AFTER UPDATE ON push_notifications
     FOR EACH ROW WHEN (OLD.finished_at IS NULL AND NEW.finished_at IS NOT NULL)
     EXECUTE FUNCTION push_notification_finished_event();
-
--- push_app.encryption_disabled: require_encryption turned off (R-APP-1), by any writer.
-CREATE FUNCTION push_app_encryption_disabled_event() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO push_events (app_id, type, payload)
-    VALUES (NEW.id, 'push_app.encryption_disabled', jsonb_build_object('mode', 'live'));
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER push_apps_encryption_disabled AFTER UPDATE OF require_encryption ON push_apps
-    FOR EACH ROW WHEN (OLD.require_encryption AND NOT NEW.require_encryption)
-    EXECUTE FUNCTION push_app_encryption_disabled_event();
 
 -- MARK: endpoint management (WebhookEndpointStore)
 

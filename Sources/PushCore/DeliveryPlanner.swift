@@ -3,7 +3,9 @@
 ///
 /// Build one planner per notification (it prepares the device-independent bytes once), then call
 /// `plan(_:)` per device. Checks, in order:
-/// 1. platform known, else `UNKNOWN_PLATFORM`;
+/// 1. platform known, else `UNKNOWN_PLATFORM`; an iOS or Android device that R-DEV-1 would refuse
+///    (token outside its alphabet or length, iOS without `apns_environment`: a row written past the
+///    registry) → `INVALID_STORED_DEVICE`, never handed to a provider;
 /// 2. key policy: `web` always encrypted (R-SEND-11); a key → encrypted (R-SEND-3); no key and
 ///    `encrypted` (the notification's require_encryption read at send time) → `ENCRYPTION_KEY_MISSING`
 ///    (R-SEND-5); else plaintext (R-SEND-4). A key that is not 65 bytes starting 0x04 or a kid
@@ -53,6 +55,7 @@ public struct DeliveryPlanner: Sendable {
         guard let platform = Platform(rawValue: device.platform) else {
             return refuse(PushError(.unknownPlatform, "device platform is not ios, android or web"))
         }
+        if let problem = Self.storedDeviceProblem(device, platform: platform) { return refuse(problem) }
         let key: String?
         switch keyState(device, platform: platform) {
         case .failure(let error): return refuse(error)
@@ -91,9 +94,36 @@ public struct DeliveryPlanner: Sendable {
     /// The 4096-byte rule for one device without planning the rest (the acceptance check takes the
     /// largest among the targeted devices). Nil when the device is refused for another reason.
     public func sizeCheck(for device: DeviceSnapshot) -> SizeCheck? {
-        guard let platform = Platform(rawValue: device.platform),
+        guard let platform = Platform(rawValue: device.platform), Self.storedDeviceProblem(device, platform: platform) == nil,
               case .success(let kid) = keyState(device, platform: platform) else { return nil }
         return sizeCheck(platform: platform, kid: kid)
+    }
+
+    /// The smallest measure any payload kind gives this content: FCM plaintext's `data` keys and
+    /// values plus `notification` title and body (R-SEND-7). Every other kind (APNs bodies, sealed
+    /// plaintext, Web Push) measures more for the same content, so when this does not fit no device of
+    /// any kind can take the notification: what the acceptance refuses whatever the audience, and
+    /// what `push_enqueue` refuses by itself (its lower bound of this measure, sql/0006).
+    public var contentFloorCheck: SizeCheck {
+        PayloadSizeRule.check(.plaintext, contentLength: fcmPlaintext.ruleSize)
+    }
+
+    /// Why a stored iOS or Android device cannot be sent to as it is (R-DEV-1, checked again at send
+    /// time for rows written past the registry), or nil. Web devices are checked by the Web Push
+    /// path (`INVALID_SUBSCRIPTION`).
+    static func storedDeviceProblem(_ device: DeviceSnapshot, platform: Platform) -> PushError? {
+        switch platform {
+        case .web:
+            return nil
+        case .ios, .android:
+            if !DeviceRegistration.isValidToken(device.token) {
+                return PushError(.invalidStoredDevice, "the stored token is not 1 to \(DeviceRegistration.maxTokenLength) characters of A-Z a-z 0-9 _ : . -")
+            }
+            if platform == .ios && device.apnsEnvironment == nil {
+                return PushError(.invalidStoredDevice, "the stored iOS device has no apns_environment")
+            }
+            return nil
+        }
     }
 
     /// The acceptance check of R-SEND-7: among `devices`, the payload over 4096 bytes that needs

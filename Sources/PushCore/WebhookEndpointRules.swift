@@ -2,7 +2,7 @@ import PushCrypto
 
 /// What a webhook endpoint may be (issue 19, R-HOOK-3, R-MODE-1), checked when it is created or
 /// changed; the worker checks the URL again at send time with the addresses it resolves to.
-/// Every refusal is `VALIDATION_ERROR` whose message starts with the field (`url: ...`).
+/// Every refusal is `VALIDATION_ERROR` naming its field (`url`, `events`; the message starts with it).
 public enum WebhookEndpointRules {
     /// At most this many endpoints per app and mode (each event fans out to all of them).
     public static let maximumEndpointsPerAppAndMode = 20
@@ -17,7 +17,7 @@ public enum WebhookEndpointRules {
             return try OutboundURL(url, field: "url", allowLoopback: allowLoopback,
                                    allowPlainHTTPToLoopback: allowLoopback && mode == .test)
         } catch let e as WebPushError {
-            throw PushError(.validationError, "url: \(e.message)")
+            throw PushError(.validationError, "url: \(e.message)", field: "url")
         }
     }
 
@@ -30,7 +30,8 @@ public enum WebhookEndpointRules {
         for name in names {
             guard let type = WebhookEventType(rawValue: name) else {
                 let known = WebhookEventType.allCases.map(\.rawValue).joined(separator: ", ")
-                throw PushError(.validationError, "events: unknown event type \"\(name.prefix(64))\" (known: \(known))")
+                throw PushError(.validationError, "events: unknown event type \"\(name.prefix(64))\" (known: \(known))",
+                                field: "events")
             }
             chosen.insert(type)
         }

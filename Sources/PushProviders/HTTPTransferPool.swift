@@ -30,6 +30,8 @@ public final class HTTPTransferPool {
     private let multi: CurlMulti
     private var active: [UnsafeMutableRawPointer: (tag: Int, easy: CurlEasy, started: UInt64)] = [:]
     private var refused: [Finished] = []
+    /// Easy handles between transfers (reset and reused, like `HTTP2Client`'s).
+    private var idle: [CurlEasy] = []
 
     private init(configuration: HTTP2Client.Configuration, multi: CurlMulti) {
         self.configuration = configuration
@@ -58,9 +60,15 @@ public final class HTTPTransferPool {
     /// set up comes back at the next `poll` as `.notSent`.
     public func start(_ request: HTTPRequest, tag: Int) {
         do {
-            let easy = try CurlEasy.make(for: request, config: configuration)
-            try multi.add(easy)
-            active[easy.withUnsafeHandle { $0 }] = (tag, easy, Self.monotonicNanos())
+            let easy = try idle.popLast() ?? CurlEasy.make(config: configuration, sockets: multi.sockets)
+            do {
+                try easy.prepare(request)
+                try multi.add(easy)
+            } catch {
+                checkIn(easy)
+                throw error
+            }
+            active[easy.key] = (tag, easy, Self.monotonicNanos())
         } catch {
             refused.append(Finished(tag: tag, outcome: .notSent("\(error)"), seconds: 0))
         }
@@ -87,9 +95,15 @@ public final class HTTPTransferPool {
             guard let entry = active.removeValue(forKey: finished.easy) else { continue }
             let outcome = HTTP2Client.classify(finished.result, easy: entry.easy)
             multi.remove(entry.easy)
+            checkIn(entry.easy)
             done.append(Finished(tag: entry.tag, outcome: outcome,
                                  seconds: Double(Self.monotonicNanos() - entry.started) / 1e9))
         }
+    }
+
+    /// Keeps a finished handle for the next transfer (at most `maxTotalConnections` of them).
+    private func checkIn(_ easy: CurlEasy) {
+        if idle.count < max(1, configuration.maxTotalConnections) { idle.append(easy) }
     }
 
     private static func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

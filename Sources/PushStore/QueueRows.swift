@@ -215,7 +215,7 @@ public struct QueueStats: Sendable, Equatable, Codable {
 public struct JobSummary: Sendable, Codable {
     public var id: Int64
     public var kind: String
-    public var notificationID: UUID
+    @LowercaseUUID public var notificationID: UUID
     public var state: String
     public var attempt: Int
     public var maxAttempts: Int

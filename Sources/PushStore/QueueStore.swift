@@ -20,8 +20,10 @@ public final class QueueStore {
     /// turn smaller jobs first. Commits at once (no transaction stays open).
     /// A claimed row that cannot be decoded (a malformed row in the queue) is failed at once with
     /// `UNDECODABLE_ROW` and its reason as the job's last error (retried in a minute, set aside once
-    /// out of attempts), and left out of the answer: the rest of the claim goes on.
-    /// Throws `PGError` on database failure.
+    /// out of attempts), and left out of the answer: the rest of the claim goes on. A job that can
+    /// never run (its notification or app row missing: `ORPHANED_JOB`; a stored text over 65,536
+    /// bytes: `OVERSIZED_ROW`) is set aside at once (discarded, the problem as its last error) and
+    /// left out too. Throws `PGError` on database failure.
     public func jobClaimBatch(owner: String, limit: Int, leaseSeconds: Double, window: Int = 1000,
                               deviceBudget: Int = 2_000, appDeviceBudget: Int? = nil,
                               now: Date? = nil) throws -> [ClaimedJob] {
@@ -31,6 +33,10 @@ public final class QueueStore {
         ])
         let columns = try ClaimColumns(r)
         return try r.rows.compactMap { i in
+            if let problem: String = try r.decode(i, columns.problem) {
+                try jobDiscard(id: try r.int64(i, columns.id), leaseToken: try r.uuid(i, columns.leaseToken), error: problem)
+                return nil
+            }
             do {
                 return try Self.claimedJob(r, i, columns)
             } catch let error as PGError where error.code == .decode {

@@ -7,7 +7,8 @@ import PushStore
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
     /// The schema version this build needs: sql/0009_webhooks is the newest migration it uses (the
-    /// webhook dispatcher, and retention deleting events with their outbox rows).
+    /// webhook dispatcher, and retention deleting events with their outbox rows); sql/0006's queue
+    /// functions take their locks in the order of sql/LOCK_ORDER.md, sql/0007 seals provider tokens.
     public static let requiredSchemaVersion = 9
 
     /// Why a database is not fit for work.

@@ -438,11 +438,27 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
+    /// Times a record is run when the server aborts it with a deadlock (`40P01`) or a serialization
+    /// failure (`40001`): the transaction was rolled back whole, so running it again writes the same
+    /// outcome once (the registry's one lock-order exception can still meet a record, sql/LOCK_ORDER.md).
+    static let recordAttempts = 3
+
     /// Records one batch's computed outcome in its own lease-guarded transaction; never throws.
     private func record(_ o: BatchOutcome, store: QueueStore, started: Date) {
         do {
-            let result = try store.batchRecord(job: o.job, records: o.records, credentials: o.credentials,
-                                               decideFinal: Self.decideFinal)
+            var attempt = 1
+            let result: BatchRecordResult
+            while true {
+                do {
+                    result = try store.batchRecord(job: o.job, records: o.records, credentials: o.credentials,
+                                                   decideFinal: Self.decideFinal)
+                    break
+                } catch let e as PGError where (e.sqlState == "40P01" || e.sqlState == "40001") && attempt < Self.recordAttempts {
+                    log.warn("batch.record_retry", ["job_id": o.job.id, "sqlstate": e.sqlState ?? "", "attempt": attempt])
+                    attempt += 1
+                    Thread.sleep(forTimeInterval: Double.random(in: 0.005...0.05))
+                }
+            }
             keeper.release(o.job.id)
             count(o.records, credentials: o.credentials)
             log.info("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
@@ -488,7 +504,8 @@ public final class Worker: @unchecked Sendable {
     }
 
     /// A job whose processing failed: a lost lease is left to its new owner; a job that can never
-    /// succeed (its notification is no longer pending: NOT_PENDING) is set aside at once; anything
+    /// succeed (its notification is no longer pending: NOT_PENDING; or gone: ORPHANED_JOB) is set
+    /// aside at once; anything
     /// else is retried later with backoff, and set aside (discarded) once out of attempts.
     private func handleFailure(_ job: ClaimedJob, _ error: Error, store: QueueStore) {
         if let e = error as? PGError, e.message.contains("LEASE_LOST") {
@@ -496,7 +513,7 @@ public final class Worker: @unchecked Sendable {
             log.warn("batch.lease_lost", ["job_id": job.id])
             return
         }
-        if let e = error as? PGError, e.message.contains("NOT_PENDING") {
+        if let e = error as? PGError, e.message.contains("NOT_PENDING") || e.message.contains("ORPHANED_JOB") {
             setAside(job, String(describing: e), store: store)
             return
         }

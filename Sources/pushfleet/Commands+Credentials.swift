@@ -94,7 +94,7 @@ extension Commands {
             let conn = try connect()
             let n = try CredentialStore(connection: conn, keys: keys).rotateKey()
             let hooks = try WebhookEndpointStore(connection: conn, keys: keys).rotateKey()
-            out.emit(KV(fields: ["resealed": String(n), "webhook_endpoints_resealed": String(hooks)])) {
+            out.emit(ResealOutput(resealed: n, webhookEndpointsResealed: hooks)) {
                 "re-sealed \(n) credential set(s) and the secrets of \(hooks) webhook endpoint(s) under \(CredentialKeys.currentVariable)"
             }
         default:

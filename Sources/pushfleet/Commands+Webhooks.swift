@@ -140,11 +140,6 @@ extension Commands {
         }
     }
 
-    private static func mode(_ args: Arguments) throws -> Mode {
-        guard let m = Mode(rawValue: try args.required("mode")) else { throw PushError(.validationError, "mode: must be test or live") }
-        return m
-    }
-
     private static func endpointID(_ text: String?) throws -> UUID {
         guard let text, let id = PrefixedID.parseLenient(text, .webhookEndpoint) else {
             throw CLIError.usage("give the endpoint id (a UUID or pwh_...)")
