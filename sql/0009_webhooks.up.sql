@@ -292,6 +292,8 @@ CREATE INDEX push_webhook_attempts_endpoint_idx ON push_webhook_attempts (endpoi
 CREATE FUNCTION push_webhook_finish_events(p_event_ids bigint[], p_now timestamptz DEFAULT now())
 RETURNS void
 LANGUAGE sql AS $$
+    -- sql/LOCK_ORDER.md: the events, by id, before any write.
+    SELECT 1 FROM push_events WHERE id = ANY (p_event_ids) ORDER BY id FOR UPDATE;
     WITH ids AS (SELECT DISTINCT e FROM unnest(p_event_ids) AS e), gone AS (
         DELETE FROM push_events ev USING ids
          WHERE ev.id = ids.e
@@ -313,6 +315,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_events bigint[];
 BEGIN
+    PERFORM 1 FROM push_webhook_endpoints WHERE id = ANY (p_endpoints) ORDER BY id FOR UPDATE;
     WITH failed AS (
         UPDATE push_outbox o SET state = 'failed', last_error = 'ENDPOINT_DISABLED', finished_at = p_now
          WHERE o.kind = 'webhook' AND o.state = 'available' AND o.fair_key = ANY (p_endpoints)
@@ -353,6 +356,11 @@ DECLARE
     v_states text[];
     v_ord bigint[];
 BEGIN
+    -- sql/LOCK_ORDER.md: the endpoints of the call, by id, before any write (the health update and
+    -- the disabling below, and any other record or disabling of them, wait here in the same order).
+    PERFORM 1 FROM push_webhook_endpoints
+     WHERE id IN (SELECT o.fair_key FROM push_outbox o WHERE o.id = ANY (p_ids)) OR id = ANY (p_disable_endpoints)
+     ORDER BY id FOR UPDATE;
     IF cardinality(p_disable_endpoints) > 0 THEN
         WITH off AS (
             UPDATE push_webhook_endpoints ep
@@ -380,6 +388,11 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
+
+    -- The events about to be finished, by id (sql/LOCK_ORDER.md).
+    PERFORM 1 FROM push_events
+     WHERE id IN (SELECT x.ref FROM unnest(v_refs, v_states) AS x(ref, state) WHERE x.state IN ('done', 'failed'))
+     ORDER BY id FOR UPDATE;
 
     -- One statement for the rest: the attempt log, the endpoints' health (R-HOOK-2: the last
     -- success clears failing_since; a counted failure after it, or with none, starts it; an earlier
