@@ -4,9 +4,9 @@ import PushCore
 /// A webhook endpoint as stored (issue 19), without its secrets.
 public struct WebhookEndpoint: Sendable, Equatable, Codable {
     /// The endpoint id (the API shows it as `pwh_...`, `PrefixedID`).
-    public var id: UUID
+    @LowercaseUUID public var id: UUID
     /// Its push app.
-    public var appID: UUID
+    @LowercaseUUID public var appID: UUID
     /// Test endpoints get test events only, live endpoints live events only (R-MODE-1).
     public var mode: Mode
     /// Where events are POSTed.
@@ -65,9 +65,9 @@ public struct WebhookAttemptInfo: Sendable, Equatable, Codable {
     /// Its number for this delivery (1 = first).
     public var attempt: Int
     /// The endpoint.
-    public var endpointID: UUID
+    @LowercaseUUID public var endpointID: UUID
     /// The event's public id (the body's `id` is `pevt_` + its hex).
-    public var eventID: UUID
+    @LowercaseUUID public var eventID: UUID
     /// The event type.
     public var eventType: String
     /// `delivered`, `retry` (failed, tried again later) or `failed` (for good).

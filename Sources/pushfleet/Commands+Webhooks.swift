@@ -22,8 +22,8 @@ extension Commands {
 
     /// An endpoint as printed, with the secret only when just made.
     struct WebhookEndpointView: Encodable {
-        var id: UUID
-        var appId: UUID
+        @LowercaseUUID var id: UUID
+        @LowercaseUUID var appId: UUID
         var mode: String
         var url: String
         var eventTypes: [String]

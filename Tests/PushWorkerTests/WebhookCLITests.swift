@@ -52,6 +52,8 @@ final class WebhookCLITests: XCTestCase {
         XCTAssertNoThrow(try WebhookSecret(text: secret))
         XCTAssertEqual(made["event_types"] as? [String], ["push_device.deactivated", "push_notification.finished"])
         let id = try XCTUnwrap(made["id"] as? String)
+        XCTAssertEqual(id, id.lowercased(), "ids are lower case")
+        XCTAssertEqual(made["app_id"] as? String, app.uuidString.lowercased())
         for read in [["list", "--app", app.uuidString, "--json"], ["show", id, "--json"], ["list", "--app", app.uuidString]] {
             let r = try cli(read, env)
             XCTAssertEqual(r.status, 0, r.output)
