@@ -13,6 +13,11 @@ internal import CCurl
 /// (CURLOPT_TIMEOUT_MS); redirects are never followed; answers are kept up to
 /// `maxResponseBodyBytes`; `resolve` pins are honoured (`HTTPRequest.resolve`).
 ///
+/// libcurl, not `NGHTTP2Client`, and not an `HTTPTransport` (whose `perform` waits for a whole
+/// batch): customers' endpoints mostly speak HTTP/1.1, the send-time guard needs pinned resolutions
+/// (CURLOPT_RESOLVE), and test mode admits `http://` to loopback; the nghttp2 client does none of
+/// these. `HTTPClientConfiguration.transport` is therefore ignored here.
+///
 /// Not thread-safe: one loop owns it.
 public final class HTTPTransferPool {
     /// A transfer that ended.
@@ -26,14 +31,14 @@ public final class HTTPTransferPool {
     }
 
     /// Limits in force.
-    public let configuration: HTTP2Client.Configuration
+    public let configuration: HTTPClientConfiguration
     private let multi: CurlMulti
     private var active: [UnsafeMutableRawPointer: (tag: Int, easy: CurlEasy, started: UInt64)] = [:]
     private var refused: [Finished] = []
     /// Easy handles between transfers (reset and reused, like `HTTP2Client`'s).
     private var idle: [CurlEasy] = []
 
-    private init(configuration: HTTP2Client.Configuration, multi: CurlMulti) {
+    private init(configuration: HTTPClientConfiguration, multi: CurlMulti) {
         self.configuration = configuration
         self.multi = multi
     }
@@ -44,12 +49,12 @@ public final class HTTPTransferPool {
     }
 
     /// Creates a pool. - Throws: `HTTPClientError` (`caFileUnreadable`, `curlInit`).
-    public static func make(configuration: HTTP2Client.Configuration) throws -> HTTPTransferPool {
+    public static func make(configuration: HTTPClientConfiguration) throws -> HTTPTransferPool {
         if let ca = configuration.caFile, !FileManager.default.isReadableFile(atPath: ca) {
             throw HTTPClientError.caFileUnreadable(ca)
         }
         let multi = try CurlMulti.make(maxHostConnections: 0, maxTotalConnections: max(1, configuration.maxTotalConnections),
-                                       maxStreamsPerConnection: max(1, configuration.maxStreamsPerConnection))
+                                       maxStreamsPerConnection: configuration.curlStreamsPerConnection)
         return HTTPTransferPool(configuration: configuration, multi: multi)
     }
 

@@ -68,8 +68,9 @@ public enum WebhookRequest {
     /// Connection settings for the dispatcher's `HTTPTransferPool`: no per-host limit (the
     /// dispatcher bounds each endpoint), `maxConnections` in all, answers capped at
     /// `maxResponseBytes`, `http` allowed only when `allowPlainHTTP` (loopback testing).
-    public static func poolConfiguration(maxConnections: Int, allowPlainHTTP: Bool, caFile: String? = nil) -> HTTP2Client.Configuration {
-        var c = HTTP2Client.Configuration(caFile: caFile)
+    public static func poolConfiguration(maxConnections: Int, allowPlainHTTP: Bool, caFile: String? = nil) -> HTTPClientConfiguration {
+        var c = HTTPClientConfiguration(caFile: caFile)
+        c.transport = .libcurl
         c.maxTotalConnections = max(1, maxConnections)
         c.maxResponseBodyBytes = maxResponseBytes
         c.connectTimeoutMillis = timeoutMillis
