@@ -1,8 +1,9 @@
 -- Every kind of push an app sends (issue 21, R-KIND-1..3): background pushes, the iOS presentation
 -- fields, localized placeholders and texts, the Android channel. New columns on push_notifications
--- and push_apps, push_enqueue / push_app_create / push_app_update restated whole with them and their
--- bounds (R-LIM-1), mirrored for earlier answers by PushAcceptance (`AcceptanceLimits`) and probed
--- at each boundary by `FieldBoundsTests` / `KindBoundsTests`.
+-- and push_apps; push_enqueue and push_app_update restated whole with them and their bounds
+-- (R-LIM-1), push_check_app_fields with the placeholders' tighter bound (push_app_create is left
+-- as it is). The bounds are mirrored for earlier answers by PushAcceptance (`AcceptanceLimits`,
+-- `KindValidation`) and probed at each boundary by `FieldBoundsTests` (and its `+Kinds` part).
 --
 -- Expand-then-contract: columns are only added (push_type with its default, the rest nullable);
 -- each function keeps its earlier parameters, in their order, and only gains trailing ones with
@@ -396,12 +397,12 @@ $$;
 
 -- MARK: - Apps (R-APP-1, R-LIM-1, R-KIND-3)
 
--- push_check_app_fields, as in sql/0006 with the placeholder loc keys, the placeholders now at most
--- 96 bytes each (as escaped), so the fields in clear beside an encrypted iOS payload leave at least
--- 2,523 bytes of content (header). A loc key given as '' means "none" (push_app_update removes it).
-DROP FUNCTION push_check_app_fields(text, text, text);
-CREATE FUNCTION push_check_app_fields(p_name text, p_placeholder_title text, p_placeholder_body text,
-                                      p_placeholder_title_loc_key text, p_placeholder_body_loc_key text) RETURNS void
+-- push_check_app_fields, as in sql/0006 with the placeholders at most 96 bytes each (as escaped;
+-- 128 before), so that the fields in clear beside an encrypted iOS payload leave at least 2,523
+-- bytes of content (header). Same signature: push_app_create (sql/0006, and any later restatement
+-- that calls it) applies the new bound unchanged.
+CREATE OR REPLACE FUNCTION push_check_app_fields(p_name text, p_placeholder_title text, p_placeholder_body text)
+RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     v_field text;
@@ -410,8 +411,7 @@ BEGIN
         PERFORM push_refuse('name', 'must be 1 to 200 characters');
     END IF;
     SELECT u.field INTO v_field
-      FROM unnest(ARRAY['placeholder_title', 'placeholder_body', 'placeholder_title_loc_key', 'placeholder_body_loc_key'],
-                  ARRAY[p_placeholder_title, p_placeholder_body, p_placeholder_title_loc_key, p_placeholder_body_loc_key])
+      FROM unnest(ARRAY['placeholder_title', 'placeholder_body'], ARRAY[p_placeholder_title, p_placeholder_body])
            WITH ORDINALITY AS u(field, value, i)
      WHERE push_json_text_bytes(u.value) > 96
      ORDER BY u.i LIMIT 1;
@@ -421,37 +421,24 @@ BEGIN
 END
 $$;
 
--- push_app_create, as in sql/0006 with the placeholder loc keys (null or '' = none) and the two
--- loc key columns among its results.
-DROP FUNCTION push_app_create(text, boolean, text, text);
-CREATE FUNCTION push_app_create(p_name text, p_require_encryption boolean DEFAULT NULL,
-                                p_placeholder_title text DEFAULT NULL, p_placeholder_body text DEFAULT NULL,
-                                p_placeholder_title_loc_key text DEFAULT NULL, p_placeholder_body_loc_key text DEFAULT NULL)
-RETURNS TABLE (id uuid, name text, require_encryption boolean, placeholder_title text, placeholder_body text,
-               deleted boolean, created_at timestamptz, updated_at timestamptz,
-               placeholder_title_loc_key text, placeholder_body_loc_key text)
+-- push_check_placeholder_loc_keys: the placeholder's loc keys at most 96 bytes each, as escaped
+-- ('' is allowed: it removes one).
+CREATE FUNCTION push_check_placeholder_loc_keys(p_title_loc_key text, p_body_loc_key text) RETURNS void
 LANGUAGE plpgsql AS $$
-#variable_conflict use_column
 BEGIN
-    IF p_name IS NULL THEN
-        PERFORM push_refuse('name', 'is required');
+    IF p_title_loc_key IS NOT NULL AND push_json_text_bytes(p_title_loc_key) > 96 THEN
+        PERFORM push_refuse('placeholder_title_loc_key', 'at most 96 bytes (UTF-8, as escaped in the JSON payload)');
     END IF;
-    PERFORM push_check_app_fields(p_name, p_placeholder_title, p_placeholder_body, p_placeholder_title_loc_key,
-                                  p_placeholder_body_loc_key);
-    RETURN QUERY
-        INSERT INTO push_apps AS a (name, require_encryption, placeholder_title, placeholder_body,
-                                    placeholder_title_loc_key, placeholder_body_loc_key)
-        VALUES (p_name, coalesce(p_require_encryption, false), coalesce(p_placeholder_title, 'New notification'),
-                coalesce(p_placeholder_body, ''), nullif(p_placeholder_title_loc_key, ''),
-                nullif(p_placeholder_body_loc_key, ''))
-        RETURNING a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
-                  a.deleted_at IS NOT NULL, a.created_at, a.updated_at, a.placeholder_title_loc_key,
-                  a.placeholder_body_loc_key;
+    IF p_body_loc_key IS NOT NULL AND push_json_text_bytes(p_body_loc_key) > 96 THEN
+        PERFORM push_refuse('placeholder_body_loc_key', 'at most 96 bytes (UTF-8, as escaped in the JSON payload)');
+    END IF;
 END
 $$;
 
--- push_app_update, as in sql/0006 with the placeholder loc keys (null leaves one as it is, ''
--- removes it) and the two loc key columns among its results.
+-- push_app_update, as in sql/0006 with the placeholder loc keys as trailing parameters (null leaves
+-- one as it is, '' removes it) and the two loc key columns among its results. A new app gets its
+-- loc keys through this function, in the creating transaction (`AppStore.appCreate`), so
+-- push_app_create stays as it is.
 DROP FUNCTION push_app_update(uuid, boolean, text, text, text);
 CREATE FUNCTION push_app_update(p_id uuid, p_require_encryption boolean DEFAULT NULL,
                                 p_placeholder_title text DEFAULT NULL, p_placeholder_body text DEFAULT NULL,
@@ -465,8 +452,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_before boolean;
 BEGIN
-    PERFORM push_check_app_fields(p_name, p_placeholder_title, p_placeholder_body, p_placeholder_title_loc_key,
-                                  p_placeholder_body_loc_key);
+    PERFORM push_check_app_fields(p_name, p_placeholder_title, p_placeholder_body);
+    PERFORM push_check_placeholder_loc_keys(p_placeholder_title_loc_key, p_placeholder_body_loc_key);
     SELECT a.require_encryption INTO v_before FROM push_apps a WHERE a.id = p_id AND a.deleted_at IS NULL FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'NOT_FOUND: push app % does not exist', p_id USING COLUMN = 'app_id';

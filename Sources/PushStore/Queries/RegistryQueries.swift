@@ -1,18 +1,18 @@
 /// SQL of apps, devices and notifications (the API side), in one place. Parameterized; casts are
 /// explicit so function resolution never depends on parameter type inference.
 enum RegistryQueries {
-    /// The app's columns as `AppStore` decodes them (sql/0011 `push_app_create`, `push_app_update`).
-    static let appColumns = """
-    id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key, placeholder_body_loc_key,
-           deleted, created_at, updated_at
-    """
+    /// The app's columns as `AppStore` decodes them (sql/0006 `push_app_create`).
+    static let appColumns = "id, name, require_encryption, placeholder_title, placeholder_body, deleted, created_at, updated_at"
 
     static let appCreate = """
-    SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text, $5::text, $6::text)
+    SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text)
     """
 
+    /// sql/0011 `push_app_update`: the app's columns and its placeholder loc keys.
+    static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key"
+
     static let appUpdate = """
-    SELECT \(appColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text)
+    SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text)
     """
 
     static let appDelete = "UPDATE push_apps SET deleted_at = now() WHERE id = $1::uuid AND deleted_at IS NULL"
