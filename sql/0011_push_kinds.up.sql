@@ -91,6 +91,23 @@ BEGIN
 END
 $$;
 
+-- push_check_text_bytes: refuses `p_value` (when not null) naming `p_field` unless its length is
+-- from `p_min` to `p_max` bytes: as escaped in the JSON payload when `p_escaped` (the texts in clear
+-- in `aps`, R-ENC-9), else its UTF-8 bytes. One check, one message for every bounded kind text.
+CREATE FUNCTION push_check_text_bytes(p_field text, p_value text, p_min int, p_max int, p_escaped boolean) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- The CASE in parentheses: PL/pgSQL would read its first THEN as the IF's.
+    IF p_value IS NULL OR (CASE WHEN p_escaped THEN push_json_text_bytes(p_value) ELSE octet_length(p_value) END
+                           BETWEEN p_min AND p_max) THEN
+        RETURN;
+    END IF;
+    PERFORM push_refuse(p_field, CASE WHEN p_min = 0 THEN format('at most %s bytes', p_max)
+                                      ELSE format('must be %s to %s bytes', p_min, p_max) END
+                                 || CASE WHEN p_escaped THEN ' (UTF-8, as escaped in the JSON payload)' ELSE '' END);
+END
+$$;
+
 -- push_check_kind_fields: the bounds and combinations of R-KIND-1..3 (see the header), then sound
 -- and thread_id as sql/0006 bounded them (at most 64 bytes each, as escaped). Mirrors PushCore's
 -- `NotificationContent.validateKind` and PushAcceptance's `SendValidation` for callers that come
@@ -104,12 +121,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_shown text;
 BEGIN
-    IF p_sound IS NOT NULL AND push_json_text_bytes(p_sound) > 64 THEN
-        PERFORM push_refuse('sound', 'at most 64 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
-    IF p_thread_id IS NOT NULL AND push_json_text_bytes(p_thread_id) > 64 THEN
-        PERFORM push_refuse('thread_id', 'at most 64 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
+    PERFORM push_check_text_bytes('sound', p_sound, 0, 64, true);
+    PERFORM push_check_text_bytes('thread_id', p_thread_id, 0, 64, true);
     IF p_push_type NOT IN ('alert', 'background') THEN
         PERFORM push_refuse('push_type', 'must be alert or background');
     END IF;
@@ -119,18 +132,12 @@ BEGIN
     IF p_relevance_score IS NOT NULL AND NOT push_unit_fraction_ok(p_relevance_score) THEN
         PERFORM push_refuse('relevance_score', 'must be a number from 0 to 1 with at most 4 decimal places');
     END IF;
-    IF p_category IS NOT NULL AND push_json_text_bytes(p_category) NOT BETWEEN 1 AND 64 THEN
-        PERFORM push_refuse('category', 'must be 1 to 64 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
-    IF p_target_content_id IS NOT NULL AND push_json_text_bytes(p_target_content_id) NOT BETWEEN 1 AND 64 THEN
-        PERFORM push_refuse('target_content_id', 'must be 1 to 64 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
+    PERFORM push_check_text_bytes('category', p_category, 1, 64, true);
+    PERFORM push_check_text_bytes('target_content_id', p_target_content_id, 1, 64, true);
     IF p_critical_sound_name IS NULL AND p_critical_sound_volume IS NOT NULL THEN
         PERFORM push_refuse('critical_sound.name', 'is required with critical_sound.volume');
     END IF;
-    IF p_critical_sound_name IS NOT NULL AND push_json_text_bytes(p_critical_sound_name) NOT BETWEEN 1 AND 64 THEN
-        PERFORM push_refuse('critical_sound.name', 'must be 1 to 64 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
+    PERFORM push_check_text_bytes('critical_sound.name', p_critical_sound_name, 1, 64, true);
     IF p_critical_sound_volume IS NOT NULL AND NOT push_unit_fraction_ok(p_critical_sound_volume) THEN
         PERFORM push_refuse('critical_sound.volume', 'must be a number from 0 to 1 with at most 4 decimal places');
     END IF;
@@ -143,17 +150,11 @@ BEGIN
                                  ELSE 'category' END,
             'sound (or critical_sound.name), thread_id, category and target_content_id together at most 128 bytes (UTF-8, as escaped in the JSON payload)');
     END IF;
-    IF p_title_loc_key IS NOT NULL AND octet_length(p_title_loc_key) NOT BETWEEN 1 AND 256 THEN
-        PERFORM push_refuse('title_loc_key', 'must be 1 to 256 bytes');
-    END IF;
+    PERFORM push_check_text_bytes('title_loc_key', p_title_loc_key, 1, 256, false);
     PERFORM push_check_loc_args('title_loc_args', p_title_loc_args);
-    IF p_body_loc_key IS NOT NULL AND octet_length(p_body_loc_key) NOT BETWEEN 1 AND 256 THEN
-        PERFORM push_refuse('body_loc_key', 'must be 1 to 256 bytes');
-    END IF;
+    PERFORM push_check_text_bytes('body_loc_key', p_body_loc_key, 1, 256, false);
     PERFORM push_check_loc_args('body_loc_args', p_body_loc_args);
-    IF p_channel_id IS NOT NULL AND octet_length(p_channel_id) NOT BETWEEN 1 AND 128 THEN
-        PERFORM push_refuse('channel_id', 'must be 1 to 128 bytes');
-    END IF;
+    PERFORM push_check_text_bytes('channel_id', p_channel_id, 1, 128, false);
 
     -- Combinations (R-KIND-1..3), in the order PushCore checks them.
     IF p_push_type = 'background' THEN
@@ -426,12 +427,8 @@ $$;
 CREATE FUNCTION push_check_placeholder_loc_keys(p_title_loc_key text, p_body_loc_key text) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF p_title_loc_key IS NOT NULL AND push_json_text_bytes(p_title_loc_key) > 96 THEN
-        PERFORM push_refuse('placeholder_title_loc_key', 'at most 96 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
-    IF p_body_loc_key IS NOT NULL AND push_json_text_bytes(p_body_loc_key) > 96 THEN
-        PERFORM push_refuse('placeholder_body_loc_key', 'at most 96 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
+    PERFORM push_check_text_bytes('placeholder_title_loc_key', p_title_loc_key, 0, 96, true);
+    PERFORM push_check_text_bytes('placeholder_body_loc_key', p_body_loc_key, 0, 96, true);
 END
 $$;
 

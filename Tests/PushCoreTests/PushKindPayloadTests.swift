@@ -228,11 +228,32 @@ final class PushKindPayloadTests: XCTestCase {
     /// R-SEND-7 for background pushes: the largest data that fits passes, one byte more is refused
     /// "cut 1 byte", on every platform with and without a key.
     func testBackgroundBoundaryLargestFitsOneMoreByteRefused() throws {
+        try assertBoundary(placeholders: placeholders) { n in
+            NotificationContent(data: JSONObject([.init("k", .string(String(repeating: "v", count: n)))]), collapseKey: "ck",
+                                pushType: .background)
+        }
+    }
+
+    /// R-SEND-7 for an alert carrying every kind field (presentation fields and critical sound in
+    /// clear, loc texts, channel) under loc-key placeholders: the planned size counts each of them,
+    /// so the boundary is exact on every platform here too.
+    func testAlertWithEveryKindFieldBoundaryLargestFitsOneMoreByteRefused() throws {
+        let presentation = IOSPresentation(interruptionLevel: .critical, relevanceScore: UnitFraction(0.1234), category: "CAT",
+                                           targetContentId: "tgt", criticalSound: .init(name: "alarm.caf", volume: UnitFraction(0.5)))
+        try assertBoundary(placeholders: locPlaceholders) { n in
+            NotificationContent(title: "Hi", data: JSONObject([.init("k", .string(String(repeating: "v", count: n)))]), badge: 7,
+                                threadId: "t", collapseKey: "ck", presentation: presentation,
+                                localization: LocalizedText(titleLocKey: "TK", titleLocArgs: ["a"], bodyLocKey: "BK"),
+                                channelId: "chan")
+        }
+    }
+
+    /// For `content(n)` (n content bytes in `data`), on every platform with and without a key: the
+    /// largest n whose built payload is at most 4096 bytes is planned at exactly that size, and n + 1
+    /// is refused PUSH_PAYLOAD_TOO_LARGE "cut 1 byte of content".
+    private func assertBoundary(placeholders: AppPlaceholders, _ content: (Int) -> NotificationContent,
+                                file: StaticString = #filePath, line: UInt = #line) throws {
         for (platform, key) in [("ios", false), ("ios", true), ("android", false), ("android", true), ("web", false)] {
-            func content(_ n: Int) -> NotificationContent {
-                NotificationContent(data: JSONObject([.init("k", .string(String(repeating: "v", count: n)))]), collapseKey: "ck",
-                                    pushType: .background)
-            }
             func built(_ n: Int) throws -> Int {
                 let c = content(n), sealed = SealedPlaintext.bytes(for: c)
                 switch (platform, key) {
@@ -245,20 +266,45 @@ final class PushKindPayloadTests: XCTestCase {
                 default: return sealed.count + PayloadSizeRule.webPushOverhead
                 }
             }
+            let label = "\(platform) key \(key)"
             var n = 2_000
             while try built(n + 1) <= 4096 { n += 1 }
-            XCTAssertLessThanOrEqual(try built(n), 4096)
+            XCTAssertLessThanOrEqual(try built(n), 4096, file: file, line: line)
+            XCTAssertGreaterThan(try built(n), 4096 - 4, "\(label): within base64's step of the limit", file: file, line: line)
             let planner = DeliveryPlanner(content: content(n), placeholders: placeholders, requireEncryption: false, mode: .live)
             guard case .send(let planned) = planner.plan(device(platform, key: key)) else {
-                XCTFail("\(platform) key \(key): the largest background push that fits was refused"); continue
+                XCTFail("\(label): the largest push that fits was refused", file: file, line: line); continue
             }
-            XCTAssertEqual(planned.finalSize, try built(n), "\(platform) key \(key)")
+            XCTAssertEqual(planned.finalSize, try built(n), label, file: file, line: line)
             let over = DeliveryPlanner(content: content(n + 1), placeholders: placeholders, requireEncryption: false, mode: .live)
             guard case .refuse(let error, _) = over.plan(device(platform, key: key)) else {
-                XCTFail("\(platform) key \(key): one byte more was not refused"); continue
+                XCTFail("\(label): one byte more was not refused", file: file, line: line); continue
             }
-            XCTAssertEqual(error.code, .pushPayloadTooLarge)
-            XCTAssertTrue(error.message.hasSuffix("cut 1 byte of content"), "\(platform) key \(key): \(error.message)")
+            XCTAssertEqual(error.code, .pushPayloadTooLarge, file: file, line: line)
+            XCTAssertTrue(error.message.hasSuffix("cut 1 byte of content"), "\(label): \(error.message)", file: file, line: line)
+        }
+    }
+
+    /// R-SEND-5 and R-SEND-11 whatever the push type: under `require_encryption` a keyless iOS or
+    /// Android device is refused ENCRYPTION_KEY_MISSING (refunded) for a background push exactly as
+    /// for an alert, a keyed one is sealed, and a Web device is always encrypted.
+    func testRequireEncryptionAppliesToBackgroundPushesUnchanged() {
+        for content in [alert, background] {
+            let planner = DeliveryPlanner(content: content, placeholders: placeholders, requireEncryption: true, mode: .live)
+            for platform in ["ios", "android"] {
+                guard case .refuse(let error, let refund) = planner.plan(device(platform, key: false)) else {
+                    XCTFail("\(content.pushType) \(platform): a keyless device was not refused"); continue
+                }
+                XCTAssertEqual(error.code, .encryptionKeyMissing)
+                XCTAssertTrue(refund)
+                guard case .send(let planned) = planner.plan(device(platform, key: true)), case .sealed = planned.body else {
+                    XCTFail("\(content.pushType) \(platform): a keyed device was not sealed"); continue
+                }
+                XCTAssertTrue(planned.encrypted)
+            }
+            guard case .send(let web) = planner.plan(device("web", key: false)) else { XCTFail("web refused"); continue }
+            XCTAssertTrue(web.encrypted)
+            XCTAssertEqual(web.pushType, content.pushType)
         }
     }
 

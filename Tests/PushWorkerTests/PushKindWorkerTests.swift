@@ -96,6 +96,67 @@ final class PushKindWorkerTests: WorkerTestCase {
         try assertLedgerInvariants(n)
     }
 
+    /// R-KIND-1 with R-SEND-5 and R-SEND-9 unchanged: under `require_encryption` a background push
+    /// refuses keyless iOS and Android devices (ENCRYPTION_KEY_MISSING, never charged, nothing sent
+    /// in plaintext) and seals for the others; without it, a background push whose data fits in clear
+    /// but not sealed is sent to the plaintext devices and refused PUSH_PAYLOAD_TOO_LARGE for the keyed
+    /// ones, each refused delivery charged once and refunded once.
+    func testBackgroundPushKeepsTheEncryptionPolicyAndTheRefunds() throws {
+        let strict = try createApp(requireEncryption: true)
+        let s = try devices(strict, user: "u1")
+        let n = try enqueue(strict, users: ["u1"], title: nil, body: nil) {
+            $0.pushType = "background"
+            $0.data = #"{"sync":"inbox-9"}"#
+        }
+        // Data that fits every plaintext measure (APNs body about 3,060 bytes) but no envelope (4/3 of it).
+        let lax = try createApp()
+        let o = try devices(lax, user: "u2")
+        let big = String(repeating: "v", count: 3_000)
+        let m = try enqueue(lax, users: ["u2"], title: nil, body: nil) {
+            $0.pushType = "background"
+            $0.data = #"{"k":"\#(big)"}"#
+        }
+        let router = RecordingRouter()
+        try drain(try makeWorker(router))
+
+        let rows = try deliveries(n)
+        XCTAssertEqual(try notification(n).encrypted, true, "R-SEND-2")
+        for refused in [s.iosPlain, s.androidPlain] {
+            XCTAssertEqual(rows[refused]?.status, "failed")
+            XCTAssertEqual(rows[refused]?.errorCode, "ENCRYPTION_KEY_MISSING")
+            XCTAssertNil(rows[refused]?.payload, "R-SEND-5: never sent in plaintext")
+            XCTAssertNil(try ledger(n)[refused], "R-SEND-9: not charged at acceptance")
+        }
+        for sent in [s.iosKey, s.androidKey, s.web] {
+            XCTAssertEqual(rows[sent]?.status, "sent")
+            XCTAssertEqual(rows[sent]?.encrypted, true)
+            XCTAssertFalse(try XCTUnwrap(rows[sent]?.payload).text.contains("inbox-9"))
+            XCTAssertEqual(try net(n, sent), 1)
+        }
+        XCTAssertEqual(json(rows[s.iosKey]?.payload)["aps"] as? [String: Int], ["content-available": 1])
+        XCTAssertEqual(try notification(n).deviceCount, 3)
+        try assertLedgerInvariants(n)
+
+        let bigRows = try deliveries(m)
+        for refused in [o.iosKey, o.androidKey] {
+            XCTAssertEqual(bigRows[refused]?.status, "failed")
+            XCTAssertEqual(bigRows[refused]?.errorCode, "PUSH_PAYLOAD_TOO_LARGE")
+            XCTAssertNil(bigRows[refused]?.payload)
+            XCTAssertEqual(try ledger(m)[refused]?.charges, 1)
+            XCTAssertEqual(try ledger(m)[refused]?.refunds, 1, "refunded")
+        }
+        for sent in [o.iosPlain, o.androidPlain, o.web] {
+            XCTAssertEqual(bigRows[sent]?.status, "sent")
+            XCTAssertLessThanOrEqual(try XCTUnwrap(bigRows[sent]?.payload).count, PayloadSizeRule.limit)
+            XCTAssertEqual(try net(m, sent), 1)
+        }
+        XCTAssertEqual(try XCTUnwrap(bigRows[o.iosPlain]?.payload).text, #"{"aps":{"content-available":1},"data":{"k":"\#(big)"}}"#)
+        XCTAssertEqual(try notification(m).deviceCount, 3)
+        try assertLedgerInvariants(m)
+        XCTAssertEqual(router.pushes.count, 6, "three sent per notification, nothing for the refused ones")
+        XCTAssertTrue(router.pushes.allSatisfy { $0.pushType == .background })
+    }
+
     /// A row written past push_enqueue that breaks a kind rule (a background push with a title, an
     /// unknown push type) fails its deliveries INVALID_DATA, refunded, nothing handed to a provider.
     func testKindRowsWrittenPastTheFunctionAreRefusedAtSendTime() throws {
