@@ -40,6 +40,14 @@ METRICS = {
     "pushfleet_api_inflight_requests": "gauge",
     "pushfleet_api_deadline_closed_total": "counter",
     "pushfleet_api_ready": "gauge",
+    # Webhooks (issue 19, part 7).
+    "pushfleet_webhook_attempts_total": "counter",
+    "pushfleet_webhook_deliveries_total": "counter",
+    "pushfleet_webhook_request_duration_seconds": "histogram",
+    "pushfleet_webhook_inflight_requests": "gauge",
+    "pushfleet_webhook_endpoints_disabled_total": "counter",
+    "pushfleet_webhook_endpoints_disabled": "gauge",
+    "pushfleet_webhook_oldest_pending_age_seconds": "gauge",
 }
 API_PORT = 8080
 API_MANAGEMENT_PORT = 9465
@@ -56,6 +64,7 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "api 5xx ratio": "pushfleet_api_requests_total",
     "api p99 latency": "pushfleet_api_request_duration_seconds",
     "api replica not ready": "pushfleet_api_ready",
+    "webhook endpoints disabled": "pushfleet_webhook_endpoints_disabled_total",
 }
 DASHBOARD_METRICS = set(METRICS) - {"pushfleet_credentials_invalid_total", "pushfleet_db_errors_total",
                                     "pushfleet_ready", "pushfleet_jobs_claimed_total", "pushfleet_api_db_errors_total"}

@@ -142,9 +142,9 @@ final class ReadinessProbe: @unchecked Sendable {
                         try session.setStatementTimeout(milliseconds: 2_000)
                         connection = session
                     }
-                    let h = try HealthStore(connection: session).healthProbe()
-                    if h.schemaVersion < APIServer.requiredSchemaVersion { now = "SCHEMA_TOO_OLD" }
-                    else if h.readOnly { now = "DATABASE_READ_ONLY" }
+                    let h = try HealthStore(connection: session).healthProbe(required: ReadinessGate.requiredMigrations)
+                    let verdict = ReadinessGate.verdict(h, requiredVersion: APIServer.requiredSchemaVersion)
+                    if verdict != .ready { now = verdict.reason }
                 } catch {
                     connection = nil
                     now = "DATABASE_UNREACHABLE"

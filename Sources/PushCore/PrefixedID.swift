@@ -1,8 +1,9 @@
 import struct Foundation.UUID
 import typealias Foundation.uuid_t
 
-/// The kinds of object the API names with a type prefix (R-API-4): the prefix, an underscore, then
-/// the stored UUID's 32 lower-case hex digits without dashes (`pdev_0f1e...`).
+/// The kinds of object the API and the webhooks name with a type prefix (R-API-4): the prefix, an
+/// underscore, then the stored UUID's 32 lower-case hex digits without dashes (`pdev_0f1e...`).
+/// `pdev_`, `papp_` and `pnot_` are R-API-4's; the others follow the same shape (product decision).
 public enum IDKind: String, Sendable, Hashable, CaseIterable {
     /// A device (`pdev_`).
     case device = "pdev"
@@ -14,6 +15,10 @@ public enum IDKind: String, Sendable, Hashable, CaseIterable {
     case account = "pacc"
     /// An API key's id (`pkey_`; never the key itself, R-API-3).
     case apiKey = "pkey"
+    /// A webhook event (`pevt_`: the `id` of a webhook body, `push_events.public_id`).
+    case event = "pevt"
+    /// A webhook endpoint (`pwh_`).
+    case webhookEndpoint = "pwh"
 }
 
 /// Formats and parses prefixed ids (R-API-4). Pure.

@@ -15,6 +15,7 @@ enum Help {
       stats [--watch]                queue depth by state, due now, age of the oldest due job
       jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
       ledger check                   audit charges and refunds against deliveries (R-SEND-8/9)
+      webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
       api                            the HTTP API (/v1/push/...) until SIGTERM/SIGINT (graceful drain)
       accounts create                an account (owns apps and API keys)
       api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, shown once
@@ -29,10 +30,15 @@ enum Help {
     Usage: pushfleet worker [--claim-limit N] [--batch-size N] [--lease-seconds S] [--poll-interval S]
                             [--until-drained] [--metrics-addr HOST:PORT]
       --claim-limit     jobs claimed at once (default 128, or PUSHFLEET_CONCURRENCY)
-      --until-drained   exit 0 once no job is available or running (scheduled ones are waited for)
+      --until-drained   exit 0 once no job is available or running and no webhook is due or in flight
+                        (scheduled jobs are waited for, webhook retries scheduled later are not)
       --metrics-addr    /metrics, /healthz, /readyz (default 0.0.0.0:9464; 127.0.0.1:PORT; off)
       Environment: PUSHFLEET_DRAIN_SECONDS (default 25), PUSHFLEET_LOG_LEVEL, PUSHFLEET_METRICS_ADDR,
                    PUSHFLEET_SIMULATOR_LOG (append one line per push the simulator accepts; tests)
+      Webhooks (dispatched beside the jobs; needs PUSHFLEET_CREDENTIALS_KEY): PUSHFLEET_WEBHOOKS=on|off,
+                   PUSHFLEET_WEBHOOKS_PER_ENDPOINT (default 8 in flight per endpoint, fleet-wide),
+                   PUSHFLEET_WEBHOOKS_MAX_IN_FLIGHT (128), PUSHFLEET_WEBHOOKS_LEASE_SECONDS (60),
+                   PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (local testing), PUSHFLEET_WEBHOOKS_CA_FILE
     """
 
     static let api = """
@@ -62,7 +68,9 @@ enum Help {
 
     static let apps = """
     Usage: pushfleet apps create --name NAME [--account ACCOUNT] [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
+                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
+                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]   ('' removes a loc key)
            pushfleet apps show ID | pushfleet apps delete ID
            pushfleet apps credentials set|show|remove|rotate-key ...   (see pushfleet apps credentials --help)
            pushfleet apps vapid create ID --subject mailto:...          (Web Push, RFC 8292)
@@ -83,8 +91,14 @@ enum Help {
                           [--title T] [--body B] [--data JSON_OBJECT] [--badge N] [--sound S] [--thread-id T]
                           [--collapse-key K] [--priority high|normal] [--send-at RFC3339|+30s] [--ttl SECONDS]
                           [--idempotency-key K] [--sms-phone P --sms-text T]
+                          [--push-type alert|background] [--channel-id C]
+                          [--title-loc-key K] [--title-loc-arg A ...] [--body-loc-key K] [--body-loc-arg A ...]
+                          [--interruption-level passive|active|time-sensitive|critical] [--relevance-score 0..1]
+                          [--category C] [--target-content-id T] [--critical-sound NAME [--critical-volume 0..1]]
       Refuses content whose payload would exceed 4096 bytes for a targeted device (R-SEND-7), saying how
-      many bytes to cut; prints the notification id.
+      many bytes to cut; prints the notification id. A background push (R-KIND-1) carries only --data and
+      --collapse-key; the iOS presentation fields (R-KIND-2) are ignored for Android and Web devices,
+      --channel-id for iOS and Web ones.
     """
 
     static let notifications = """

@@ -51,14 +51,18 @@ do {
     let known: [String: Set<String>] = [
         "migrate": ["sql-dir"],
         "worker": ["claim-limit", "batch-size", "lease-seconds", "poll-interval", "until-drained", "metrics-addr"],
-        "apps": ["account", "name", "require-encryption", "placeholder-title", "placeholder-body", "app", "kind", "team-id", "key-id",
+        "apps": ["account", "name", "require-encryption", "placeholder-title", "placeholder-body", "placeholder-title-loc-key",
+                 "placeholder-body-loc-key", "app", "kind", "team-id", "key-id",
                  "topic", "p8-file", "service-account-file", "apns-base-url-production", "apns-base-url-sandbox",
                  "fcm-base-url", "fcm-token-uri", "subject"],
         "devices": ["app", "mode", "platform", "token", "user", "apns-environment", "encryption-public-key", "remove-key", "endpoint", "p256dh", "auth", "allow-loopback-endpoints", "active"],
-        "send": ["app", "mode", "user", "device", "title", "body", "data", "badge", "sound", "thread-id", "collapse-key", "priority", "send-at", "ttl", "idempotency-key", "sms-phone", "sms-text"],
+        "send": ["app", "mode", "user", "device", "title", "body", "data", "badge", "sound", "thread-id", "collapse-key", "priority", "send-at", "ttl", "idempotency-key", "sms-phone", "sms-text",
+                 "push-type", "interruption-level", "relevance-score", "category", "target-content-id", "critical-sound",
+                 "critical-volume", "title-loc-key", "title-loc-arg", "body-loc-key", "body-loc-arg", "channel-id"],
         "notifications": [],
         "stats": ["watch", "interval"],
         "jobs": ["state", "limit"],
+        "webhooks": ["app", "mode", "url", "events", "endpoint", "event", "limit"],
         "keys": ["private-key", "envelope"], "envelope": ["private-key", "envelope"],
         "api": ["addr", "management-addr"],
         "accounts": ["name"],
@@ -94,6 +98,9 @@ do {
     case "ledger":
         if args.flag("help") || sub == nil { print(Commands.ledgerHelp); break }
         try Commands.ledger(sub!, args, out)
+    case "webhooks":
+        if args.flag("help") || sub == nil { print(Commands.webhooksHelp); break }
+        try Commands.webhooks(sub!, args, out)
     case "jobs":
         if args.flag("help") || sub == nil { print(Help.jobs); break }
         try Commands.jobs(sub!, args, out)

@@ -46,6 +46,10 @@ class APITestCase: XCTestCase {
         otherTestKey = try issue(.test, account: otherAccount.id)
         app = try AppStore(connection: conn).appCreate(name: "acme app", accountID: account.id).id
         otherApp = try AppStore(connection: conn).appCreate(name: "other app", accountID: otherAccount.id).id
+        // An event no webhook endpoint wants is deleted as it is written (sql/0009): with every type
+        // wanted, each event stays in push_events and the outbox, where `fingerprint` sees it.
+        try WebhookFixture.subscribeToEverything(conn, appID: app)
+        try WebhookFixture.subscribeToEverything(conn, appID: otherApp)
         server = try startServer()
     }
 
@@ -111,10 +115,12 @@ class APITestCase: XCTestCase {
     }
 
     /// A fingerprint of every row the API can write (apps, devices, counts, notifications, jobs,
-    /// deliveries, ledger, events, keys): equal before and after means nothing was written.
+    /// deliveries, ledger, events and their outbox, webhook endpoints, keys): equal before and after
+    /// means nothing was written.
     func fingerprint() throws -> String {
         let tables = ["push_apps", "push_devices", "push_device_counts", "push_notifications", "push_jobs",
-                      "push_deliveries", "push_ledger", "push_events", "push_api_keys", "push_accounts"]
+                      "push_deliveries", "push_ledger", "push_events", "push_outbox", "push_webhook_endpoints",
+                      "push_api_keys", "push_accounts"]
         return try tables.map { t in
             try conn.exec("SELECT coalesce(md5(string_agg(x::text, ',' ORDER BY x::text)), '-') FROM \(t) x").string(0, 0)
         }.joined(separator: ",")
