@@ -14,6 +14,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     public var poolWaitSeconds = 2.0
     /// Proxies whose `X-Forwarded-For` names the client in the access log.
     public var trustedProxies = TrustedProxies()
+    /// What the webhook endpoint routes need (the operator key that seals their secrets).
+    public var webhooks = WebhookSettings(keys: nil, allowLoopback: false)
     let pool: PGPool
     let metrics: APIMetrics
     let limiter = RateLimiter()
@@ -59,7 +61,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
                 }
                 let principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
                                           key: key, route: r, conn: conn)
-                let routes = APIRoutes(connection: conn, principal: principal, request: request)
+                let routes = APIRoutes(connection: conn, principal: principal, request: request, webhooks: webhooks)
                 var answer = try routes.run(r, id: id, body: try body.get())
                 answer.route = route
                 answer.keyPrefix = keyPrefix
@@ -163,11 +165,11 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     }
 
     /// The route's typed body (nil for routes without one), after the content type check.
-    /// A route without a body (cancel) takes none or `{}`: a member is refused like any unknown
-    /// field, so a caller expecting it to mean something learns it does not.
+    /// A route without a body (cancel, rotate) takes none or `{}`: a member is refused like any
+    /// unknown field, so a caller expecting it to mean something learns it does not.
     static func body(_ route: APIRoute, _ request: HTTPRequest) throws -> RouteBody {
         let bodiless = !route.takesBody
-        if bodiless && (route != .cancelNotification || request.body.isEmpty) { return .none }
+        if bodiless && (!route.takesEmptyObject || request.body.isEmpty) { return .none }
         let type = request.header("content-type")?.lowercased() ?? ""
         let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         let params = type.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
@@ -183,6 +185,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         case .createApp: return .app(try AppBody.decode(request.body, creating: true))
         case .updateApp: return .app(try AppBody.decode(request.body, creating: false))
         case .sendNotification: return .notification(try NotificationBody.decode(request.body))
+        case .createWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: true))
+        case .updateWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: false))
         default: return .none
         }
     }
@@ -193,7 +197,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         switch (route, body) {
         case (.registerDevice, .success(.device(let b))): return PrefixedID.parse(b.appID, as: .app)
         case (.sendNotification, .success(.notification(let b))): return PrefixedID.parse(b.appID, as: .app)
-        case (.listDevices, _), (.listNotifications, _):
+        case (.createWebhookEndpoint, .success(.webhookEndpoint(let b))): return b.appID.flatMap { PrefixedID.parse($0, as: .app) }
+        case (.listDevices, _), (.listNotifications, _), (.listWebhookEndpoints, _):
             return request.query.last(where: { $0.name == "app_id" })?.value.flatMap { PrefixedID.parse($0, as: .app) }
         default: return nil
         }
@@ -227,4 +232,5 @@ enum RouteBody {
     case device(DeviceBody)
     case app(AppBody)
     case notification(NotificationBody)
+    case webhookEndpoint(WebhookEndpointBody)
 }

@@ -10,6 +10,7 @@ struct APIRoutes {
     let connection: PGConnection
     let principal: APIPrincipal
     let request: HTTPRequest
+    let webhooks: WebhookSettings
 
     var reads: APIReadStore { APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode) }
     var acceptance: AcceptanceService { AcceptanceService(connection: connection) }
@@ -33,6 +34,12 @@ struct APIRoutes {
         case (.listNotifications, _): return try listNotifications()
         case (.getNotification, _): return ok(ResponseBodies.notification(try visibleNotification(id)))
         case (.cancelNotification, _): return try cancel(id)
+        case (.createWebhookEndpoint, .webhookEndpoint(let b)): return try createWebhookEndpoint(b)
+        case (.listWebhookEndpoints, _): return try listWebhookEndpoints()
+        case (.getWebhookEndpoint, _): return ok(ResponseBodies.webhookEndpoint(try visibleWebhookEndpoint(id)))
+        case (.updateWebhookEndpoint, .webhookEndpoint(let b)): return try updateWebhookEndpoint(id, b)
+        case (.deleteWebhookEndpoint, _): return try deleteWebhookEndpoint(id)
+        case (.rotateWebhookSecret, _): return try rotateWebhookSecret(id)
         default: throw APIError.internalError()
         }
     }

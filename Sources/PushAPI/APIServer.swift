@@ -24,6 +24,8 @@ public final class APIServer: @unchecked Sendable {
         public var drainSeconds = 20.0
         /// Proxies whose `X-Forwarded-For` the access log believes.
         public var trustedProxies = TrustedProxies()
+        /// The webhook endpoint routes' operator key and loopback switch.
+        public var webhooks = WebhookSettings(keys: nil, allowLoopback: false)
 
         /// A configuration with the defaults.
         public init(databaseURL: String, address: ListenAddress, management: ListenAddress?) {
@@ -63,6 +65,7 @@ public final class APIServer: @unchecked Sendable {
         let metrics = APIMetrics()
         let handler = APIHandler(pool: pool, metrics: metrics, log: log)
         handler.trustedProxies = config.trustedProxies
+        handler.webhooks = config.webhooks
         var http = config.http
         if case .eventLoop(let io, _) = http.threading { http.threading = .eventLoop(ioThreads: io, workers: config.poolSize) }
         let api = try HTTPServer.start(http, handler: handler)
@@ -89,7 +92,8 @@ public final class APIServer: @unchecked Sendable {
         readiness.start()
         log.info("api.start", ["addr": config.http.address.description, "port": Int(api.port),
                                "management_port": management.map { Int($0.port) } ?? 0, "pool_size": config.poolSize,
-                               "threading": "\(http.threading)", "schema_required": requiredSchemaVersion])
+                               "threading": "\(http.threading)", "schema_required": requiredSchemaVersion,
+                               "webhook_secrets": config.webhooks.keys == nil ? "no PUSHFLEET_CREDENTIALS_KEY: create and rotate answer 503" : "sealed"])
         return server
     }
 

@@ -107,6 +107,33 @@ public struct NotificationBody: Sendable {
     }
 }
 
+/// `POST /v1/push/webhook_endpoints` (`app_id`, `url`, optional `event_types`) and `PATCH
+/// /v1/push/webhook_endpoints/:id` (`url`, `event_types`, `enabled`, each optional). No `mode`:
+/// the key's is the endpoint's (R-MODE-1). What a URL or a type may be is the store's rule.
+public struct WebhookEndpointBody: Sendable {
+    /// The app, as sent (`papp_...`); creation only.
+    public var appID: String?
+    /// Where events are POSTed.
+    public var url: String?
+    /// The event types; nil or empty: the default set (every type but the opt-in ones).
+    public var eventTypes: [String]?
+    /// Enable or disable; update only.
+    public var enabled: Bool?
+
+    /// Reads the body; `creating` takes `app_id` and refuses `enabled`, an update the reverse.
+    /// - Throws: `APIError` 400 (not JSON, wrong types), 422 (unknown member).
+    public static func decode(_ body: [UInt8], creating: Bool) throws -> WebhookEndpointBody {
+        var f = try JSONFields.parseBody(body)
+        var b = WebhookEndpointBody()
+        if creating { b.appID = try f.string("app_id") }
+        b.url = try f.string("url")
+        b.eventTypes = try f.strings("event_types")
+        if !creating { b.enabled = try f.bool("enabled") }
+        try f.finish()
+        return b
+    }
+}
+
 /// RFC 3339 instants (with `Z` or a numeric offset, optional fractional seconds).
 enum RFC3339 {
     static func parse(_ text: String) -> Date? {

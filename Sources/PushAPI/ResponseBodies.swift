@@ -50,6 +50,22 @@ enum ResponseBodies {
         return .object(JSONObject(members))
     }
 
+    /// A webhook endpoint; `secret` only in the answers of creation and rotation (shown once).
+    static func webhookEndpoint(_ e: WebhookEndpoint, secret: WebhookSecret? = nil) -> JSONValue {
+        var members: [JSONObject.Member] = [
+            .init("id", .string(PrefixedID.format(.webhookEndpoint, e.id))), .init("object", .string("push_webhook_endpoint")),
+            .init("app_id", .string(PrefixedID.format(.app, e.appID))), .init("mode", .string(e.mode.rawValue)),
+            .init("url", .string(e.url)), .init("event_types", .array(e.eventTypes.map(JSONValue.string))),
+            .init("enabled", .bool(e.enabled)), .init("disabled_reason", text(e.disabledReason)),
+            .init("disabled_at", time(e.disabledAt)), .init("failing_since", time(e.failingSince)),
+            .init("last_success_at", time(e.lastSuccessAt)), .init("last_failure_at", time(e.lastFailureAt)),
+            .init("previous_secret_expires_at", time(e.previousSecretExpiresAt)), .init("pending", int(e.pending)),
+            .init("created_at", time(e.createdAt)), .init("updated_at", time(e.updatedAt)),
+        ]
+        if let secret { members.append(.init("secret", .string(secret.text))) }
+        return .object(JSONObject(members))
+    }
+
     static func list<T>(_ page: APIPage<T>, _ encode: (T) -> JSONValue) -> JSONValue {
         .object(JSONObject([
             .init("object", .string("list")), .init("data", .array(page.items.map(encode))),

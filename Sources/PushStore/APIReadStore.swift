@@ -73,6 +73,12 @@ public struct APIPage<Item: Sendable>: Sendable {
     public var items: [Item]
     /// True when more follow (`starting_after` the last one).
     public var hasMore: Bool
+
+    /// A page (for lists cut outside SQL: an app's webhook endpoints, at most 20 per mode).
+    public init(items: [Item], hasMore: Bool) {
+        self.items = items
+        self.hasMore = hasMore
+    }
 }
 
 /// The API's reads, scoped to one account and mode (R-API-1, R-MODE-1): another account's or the

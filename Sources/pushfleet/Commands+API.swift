@@ -37,6 +37,10 @@ extension Commands {
         case let other: throw CLIError.usage("PUSHFLEET_API_THREADING must be event-loop or thread-per-connection, got \(other.prefix(40))")
         }
         if let text = env["PUSHFLEET_API_TRUSTED_PROXIES"] { config.trustedProxies = try TrustedProxies(parsing: text) }
+        // Webhook endpoint secrets are sealed with the operator key, as the CLI and the worker do; a
+        // server without one still serves everything else (creating or rotating answers 503).
+        let keys = env[CredentialKeys.currentVariable].map { !$0.isEmpty } == true ? try CredentialKeys.fromEnvironment(env) : nil
+        config.webhooks = WebhookSettings(keys: keys, allowLoopback: WebhookEndpointStore.allowLoopback(env))
 
         let server = try APIServer.start(config)
         let drainSeconds = config.drainSeconds

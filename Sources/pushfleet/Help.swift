@@ -49,7 +49,9 @@ enum Help {
                    PUSHFLEET_API_REQUEST_DEADLINE_SECONDS (10), PUSHFLEET_API_MAX_BODY_BYTES (65536),
                    PUSHFLEET_API_CONNECTION_LIMIT (1024), PUSHFLEET_API_PER_ADDRESS_LIMIT (256),
                    PUSHFLEET_API_IDLE_TIMEOUT_SECONDS (75), PUSHFLEET_API_THREADING (event-loop|thread-per-connection),
-                   PUSHFLEET_API_IO_THREADS (2), PUSHFLEET_API_TRUSTED_PROXIES (addresses or IPv4 CIDRs), PUSHFLEET_LOG_LEVEL
+                   PUSHFLEET_API_IO_THREADS (2), PUSHFLEET_API_TRUSTED_PROXIES (addresses or IPv4 CIDRs), PUSHFLEET_LOG_LEVEL,
+                   PUSHFLEET_CREDENTIALS_KEY (seals webhook endpoint secrets; without it creating or rotating one is 503),
+                   PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (loopback endpoint URLs, local testing only)
     """
 
     static let accounts = """
@@ -63,7 +65,8 @@ enum Help {
            pushfleet api-keys revoke KEY_ID
       The key (mk_test_... / mk_live_...) is printed once (JSON field "key"); only its SHA-256 is stored.
       Permissions (R-API-2): push_devices w (register) d (remove); push r (read devices, notifications) w (send, cancel);
-      push_apps r (read apps) w (create, change; changing require_encryption also needs a live key).
+      push_apps r (read apps) w (create, change; changing require_encryption also needs a live key);
+      webhooks r (read webhook endpoints) w (create, change, delete, rotate their secrets).
     """
 
     static let apps = """

@@ -22,7 +22,9 @@ class APITestCase: XCTestCase {
     var otherTestKey = ""
     var app: UUID!
     var otherApp: UUID!
-    static let allPermissions = "push_devices:wd,push:rw,push_apps:rw"
+    /// The operator key the test servers seal webhook endpoint secrets with.
+    var webhookKeys: CredentialKeys!
+    static let allPermissions = "push_devices:wd,push:rw,push_apps:rw,webhooks:rw"
     /// The honkio v2 vector's recipient (Tests/Vectors/honkio_push_v2.json): its public key and kid.
     static let vectorRecipient: [String: Any] = {
         let data = (try? TestVectors.data(.honkioPushV2)) ?? Data()
@@ -50,6 +52,7 @@ class APITestCase: XCTestCase {
         // wanted, each event stays in push_events and the outbox, where `fingerprint` sees it.
         try WebhookFixture.subscribeToEverything(conn, appID: app)
         try WebhookFixture.subscribeToEverything(conn, appID: otherApp)
+        webhookKeys = try CredentialKeys(current: (0..<32).map { _ in UInt8.random(in: 0...255) })
         server = try startServer()
     }
 
@@ -68,6 +71,7 @@ class APITestCase: XCTestCase {
         var config = APIServer.Config(databaseURL: db.database.conninfo, address: try ListenAddress.parse("127.0.0.1:0"),
                                       management: try ListenAddress.parse("127.0.0.1:0"))
         config.poolSize = 8
+        config.webhooks = WebhookSettings(keys: webhookKeys, allowLoopback: false)
         configure(&config)
         return try APIServer.start(config, log: Self.quietLog)
     }

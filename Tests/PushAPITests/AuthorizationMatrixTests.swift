@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushAPI
 import PushCore
 import PushStore
 
@@ -9,7 +10,7 @@ import PushStore
 /// status, and nothing written.
 final class AuthorizationMatrixTests: APITestCase {
     private struct Fixture {
-        var testDevice = "", testNotification = ""
+        var testDevice = "", testNotification = "", testEndpoint = ""
     }
 
     private func fixture() throws -> Fixture {
@@ -19,6 +20,10 @@ final class AuthorizationMatrixTests: APITestCase {
                          json: #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"t","send_at":"\#(APITestCase.inADay)"}"#)
         XCTAssertEqual(n.status, 201, n.text)
         f.testNotification = try XCTUnwrap(n.json["id"] as? String)
+        let e = try call("POST", "/v1/push/webhook_endpoints", key: testKey,
+                         json: #"{"app_id":"\#(appID)","url":"https://hooks.example.com/matrix"}"#)
+        XCTAssertEqual(e.status, 201, e.text)
+        f.testEndpoint = try XCTUnwrap(e.json["id"] as? String)
         return f
     }
 
@@ -37,12 +42,20 @@ final class AuthorizationMatrixTests: APITestCase {
             (.listNotifications, "GET", "/v1/push/notifications?app_id=\(appID)", nil),
             (.getNotification, "GET", "/v1/push/notifications/\(f.testNotification)", nil),
             (.cancelNotification, "POST", "/v1/push/notifications/\(f.testNotification)/cancel", nil),
+            (.createWebhookEndpoint, "POST", "/v1/push/webhook_endpoints", #"{"app_id":"\#(appID)","url":"https://hooks.example.com/new"}"#),
+            (.listWebhookEndpoints, "GET", "/v1/push/webhook_endpoints?app_id=\(appID)", nil),
+            (.getWebhookEndpoint, "GET", "/v1/push/webhook_endpoints/\(f.testEndpoint)", nil),
+            (.updateWebhookEndpoint, "PATCH", "/v1/push/webhook_endpoints/\(f.testEndpoint)", #"{"enabled":false}"#),
+            (.deleteWebhookEndpoint, "DELETE", "/v1/push/webhook_endpoints/\(f.testEndpoint)", nil),
+            (.rotateWebhookSecret, "POST", "/v1/push/webhook_endpoints/\(f.testEndpoint)/rotate_secret", nil),
         ]
     }
 
     enum APIRouteName: String {
         case registerDevice, listDevices, getDevice, deleteDevice, createApp, listApps, getApp, updateApp
         case sendNotification, listNotifications, getNotification, cancelNotification
+        case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
+        case rotateWebhookSecret
     }
 
     /// The permission each route needs, and a key holding every other one.
@@ -50,11 +63,28 @@ final class AuthorizationMatrixTests: APITestCase {
         .registerDevice: "push_devices:w", .deleteDevice: "push_devices:d", .listDevices: "push:r", .getDevice: "push:r",
         .listNotifications: "push:r", .getNotification: "push:r", .sendNotification: "push:w", .cancelNotification: "push:w",
         .createApp: "push_apps:w", .updateApp: "push_apps:w", .listApps: "push_apps:r", .getApp: "push_apps:r",
+        .createWebhookEndpoint: "webhooks:w", .updateWebhookEndpoint: "webhooks:w", .deleteWebhookEndpoint: "webhooks:w",
+        .rotateWebhookSecret: "webhooks:w", .listWebhookEndpoints: "webhooks:r", .getWebhookEndpoint: "webhooks:r",
     ]
+
+    /// The matrix names every route the server has.
+    func testTheMatrixCoversEveryRoute() throws {
+        let f = Fixture(testDevice: "d", testNotification: "n", testEndpoint: "e")
+        XCTAssertEqual(Set(requests(f).map(\.0.rawValue)), Set(APIRoute.allCases.map(\.rawValue)))
+        for (name, method, path, _) in requests(f) {
+            let route = try XCTUnwrap(APIRoute(rawValue: name.rawValue))
+            XCTAssertEqual(route.method, method, name.rawValue)
+            XCTAssertEqual(try XCTUnwrap(Self.needs[name]), "\(route.permission.resource.rawValue):\(route.permission.access.rawValue)")
+            guard case .route(let matched, _) = APIRouter.match(method: method, path: String(path.split(separator: "?")[0])) else {
+                return XCTFail("\(path) does not route")
+            }
+            XCTAssertEqual(matched, route)
+        }
+    }
 
     private func allBut(_ permission: String) -> String {
         let (resource, letter) = (permission.split(separator: ":")[0], permission.split(separator: ":")[1])
-        let all: [(String, String)] = [("push_devices", "wd"), ("push", "rw"), ("push_apps", "rw")]
+        let all: [(String, String)] = [("push_devices", "wd"), ("push", "rw"), ("push_apps", "rw"), ("webhooks", "rw")]
         return all.compactMap { r, letters in
             let kept = r == resource ? letters.replacingOccurrences(of: letter, with: "") : letters
             return kept.isEmpty ? nil : "\(r):\(kept)"
@@ -119,7 +149,8 @@ final class AuthorizationMatrixTests: APITestCase {
     func testTheOtherModesKeyDoesNotSeeThisModesObjects() throws {
         let f = try fixture()
         for (route, method, path, body) in requests(f)
-        where [.getDevice, .deleteDevice, .getNotification, .cancelNotification].contains(route) {
+        where [.getDevice, .deleteDevice, .getNotification, .cancelNotification, .getWebhookEndpoint, .updateWebhookEndpoint,
+               .deleteWebhookEndpoint, .rotateWebhookSecret].contains(route) {
             try expect(method, path, body, key: liveKey, status: 404, code: "NOT_FOUND", "\(route) live key on test objects")
         }
         let devices = try call("GET", "/v1/push/devices?app_id=\(appID)", key: liveKey)

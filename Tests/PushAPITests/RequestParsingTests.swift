@@ -18,6 +18,9 @@ final class RequestParsingTests: XCTestCase {
         XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/devices"), .methodNotAllowed(allowed: ["PUT", "GET"]))
         XCTAssertEqual(APIRouter.match(method: "GET", path: "/v1/push/notifications/x/cancel"),
                        .methodNotAllowed(allowed: ["POST"]))
+        XCTAssertEqual(APIRouter.match(method: "PUT", path: "/v1/push/webhook_endpoints/pwh_x"),
+                       .methodNotAllowed(allowed: ["GET", "PATCH", "DELETE"]))
+        XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/webhook_endpoints/pwh_x/rotate"), .notFound)
         for path in ["/", "/v1/push", "/v1/push/devices/", "/v1/push/devices/x/y", "/v2/push/devices", "/v1/push/nope",
                      "/v1/push/notifications/x/retry", "v1/push/devices", "/v1/push//devices"] {
             XCTAssertEqual(APIRouter.match(method: "GET", path: path), .notFound, path)
@@ -34,6 +37,12 @@ final class RequestParsingTests: XCTestCase {
         XCTAssertTrue(APIRoute.cancelNotification.permission == (.push, .write))
         XCTAssertTrue(APIRoute.updateApp.permission == (.pushApps, .write))
         XCTAssertTrue(APIRoute.listApps.permission == (.pushApps, .read))
+        // webhooks r reads endpoints, w makes, changes, deletes and rotates them.
+        XCTAssertTrue(APIRoute.listWebhookEndpoints.permission == (.webhooks, .read))
+        XCTAssertTrue(APIRoute.getWebhookEndpoint.permission == (.webhooks, .read))
+        for route in [APIRoute.createWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint, .rotateWebhookSecret] {
+            XCTAssertTrue(route.permission == (.webhooks, .write), route.rawValue)
+        }
     }
 
     /// docs/openapi.yaml lists exactly the server's routes (method and path template), each with
@@ -101,6 +110,27 @@ final class RequestParsingTests: XCTestCase {
         let notUTF8 = [UInt8](#"{"app_id":""#.utf8) + [0xff, 0x22, 0x7d]
         XCTAssertEqual((try? DeviceBody.decode(notUTF8)) == nil, true)
         XCTAssertThrowsError(try DeviceBody.decode(notUTF8)) { XCTAssertEqual(($0 as? APIError)?.message, "the body is not valid UTF-8") }
+    }
+
+    func testWebhookEndpointBodiesAreStrict() throws {
+        let made = try WebhookEndpointBody.decode(Array(#"{"app_id":"papp_x","url":"https://h.example.com","event_types":["a"]}"#.utf8),
+                                                  creating: true)
+        XCTAssertEqual(made.appID, "papp_x")
+        XCTAssertEqual(made.eventTypes, ["a"])
+        XCTAssertNil(made.enabled)
+        func refused(_ json: String, creating: Bool) -> (Int, String?) {
+            do { _ = try WebhookEndpointBody.decode(Array(json.utf8), creating: creating); return (0, nil) } catch let e as APIError {
+                return (e.status, e.field)
+            } catch { return (-1, nil) }
+        }
+        XCTAssertTrue(refused(#"{"enabled":true}"#, creating: true) == (422, "enabled"), "enabled is an update's")
+        XCTAssertTrue(refused(#"{"app_id":"papp_x"}"#, creating: false) == (422, "app_id"), "the app is fixed")
+        XCTAssertTrue(refused(#"{"mode":"live"}"#, creating: true) == (422, "mode"), "the key's mode, never the body's")
+        XCTAssertTrue(refused(#"{"event_types":[1]}"#, creating: false) == (400, "event_types"))
+        XCTAssertTrue(refused(#"{"url":true}"#, creating: false) == (400, "url"))
+        let update = try WebhookEndpointBody.decode(Array(#"{"enabled":false,"url":null}"#.utf8), creating: false)
+        XCTAssertEqual(update.enabled, false)
+        XCTAssertNil(update.url)
     }
 
     func testNotificationBodiesKeepDataOrderAndReadTimes() throws {
