@@ -91,6 +91,8 @@ struct APIRoutes {
         let app = try accepted {
             try acceptance.createApp(AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
                                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
+                                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
+                                                      placeholderBodyLocKey: b.placeholderBodyLocKey,
                                                       accountID: principal.accountID))
         }
         return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(APIApp(app))))
@@ -117,7 +119,9 @@ struct APIRoutes {
         let app = try accepted {
             try acceptance.updateApp(id: current.id, AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
                                                                       placeholderTitle: b.placeholderTitle,
-                                                                      placeholderBody: b.placeholderBody))
+                                                                      placeholderBody: b.placeholderBody,
+                                                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
+                                                                      placeholderBodyLocKey: b.placeholderBodyLocKey))
         }
         return ok(ResponseBodies.app(APIApp(app)))
     }

@@ -28,6 +28,7 @@ extension APIApp {
     /// The app as the acceptance service answered it.
     init(_ a: PushApp) {
         self.init(id: a.id, name: a.name, requireEncryption: a.requireEncryption, placeholderTitle: a.placeholderTitle,
-                  placeholderBody: a.placeholderBody, createdAt: a.createdAt)
+                  placeholderBody: a.placeholderBody, placeholderTitleLocKey: a.placeholderTitleLocKey,
+                  placeholderBodyLocKey: a.placeholderBodyLocKey, createdAt: a.createdAt)
     }
 }

@@ -103,6 +103,18 @@ struct JSONFields {
         }
     }
 
+    /// A number (any JSON number form), nil when absent or `null`; one beyond a double's range is
+    /// out of range (422). Its rules (0 to 1, decimals) are the acceptance service's.
+    mutating func double(_ key: String) throws -> Double? {
+        switch take(key) {
+        case nil, .null?: return nil
+        case .number(let text)?:
+            guard let d = Double(text), d.isFinite else { throw APIError.validation("\(name(key)) is out of range", field: name(key)) }
+            return d
+        default: throw wrongType(key, "a number")
+        }
+    }
+
     mutating func object(_ key: String, nullable: Bool = true) throws -> JSONObject? {
         switch take(key) {
         case nil: return nil

@@ -45,12 +45,15 @@ public struct DeviceBody: Sendable {
 /// The all-zero UUID: what a request's app holds until the route has checked the one sent.
 let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
-/// `POST /v1/push/apps` and `PATCH /v1/push/apps/:id` (R-APP-1).
+/// `POST /v1/push/apps` and `PATCH /v1/push/apps/:id` (R-APP-1; the placeholder loc keys of
+/// R-KIND-3, where an update's empty string removes one).
 public struct AppBody: Sendable {
     public var name: String?
     public var requireEncryption: Bool?
     public var placeholderTitle: String?
     public var placeholderBody: String?
+    public var placeholderTitleLocKey: String?
+    public var placeholderBodyLocKey: String?
 
     /// Reads the body; `creating` requires `name`.
     public static func decode(_ body: [UInt8], creating: Bool) throws -> AppBody {
@@ -58,7 +61,9 @@ public struct AppBody: Sendable {
         let name = creating ? try f.requiredString("name") : try f.string("name")
         let b = AppBody(name: name, requireEncryption: try f.bool("require_encryption"),
                         placeholderTitle: try f.string("placeholder_title"),
-                        placeholderBody: try f.string("placeholder_body"))
+                        placeholderBody: try f.string("placeholder_body"),
+                        placeholderTitleLocKey: try f.string("placeholder_title_loc_key"),
+                        placeholderBodyLocKey: try f.string("placeholder_body_loc_key"))
         try f.finish()
         return b
     }
@@ -75,7 +80,8 @@ public struct NotificationBody: Sendable {
     public var request: SendRequest
 
     /// Reads the body (`data` kept as compact JSON text in the client's key order, R-ENC-9;
-    /// `send_at` RFC 3339 with an offset). - Throws: `APIError` 400 / 422.
+    /// `send_at` RFC 3339 with an offset; the kind fields of R-KIND-1..3, `critical_sound` as
+    /// `{"name", "volume"}`). - Throws: `APIError` 400 / 422.
     public static func decode(_ body: [UInt8]) throws -> NotificationBody {
         var f = try JSONFields.parseBody(body)
         let appID = try f.requiredString("app_id")
@@ -102,6 +108,22 @@ public struct NotificationBody: Sendable {
             r.smsFallback = .init(phone: try sf.requiredString("phone"), text: try sf.requiredString("text"))
             try sf.finish()
         }
+        // The kinds of push (R-KIND-1..3): their rules are the acceptance service's (KindValidation).
+        r.pushType = try f.string("push_type")
+        r.interruptionLevel = try f.string("interruption_level")
+        r.relevanceScore = try f.double("relevance_score")
+        r.category = try f.string("category")
+        r.targetContentID = try f.string("target_content_id")
+        if let sound = try f.object("critical_sound") {
+            var sf = JSONFields(sound, prefix: "critical_sound.")
+            r.criticalSound = .init(name: try sf.string("name"), volume: try sf.double("volume"))
+            try sf.finish()
+        }
+        r.titleLocKey = try f.string("title_loc_key")
+        r.titleLocArgs = try f.strings("title_loc_args")
+        r.bodyLocKey = try f.string("body_loc_key")
+        r.bodyLocArgs = try f.strings("body_loc_args")
+        r.channelID = try f.string("channel_id")
         try f.finish()
         return NotificationBody(appID: appID, deviceIDs: devices, request: r)
     }

@@ -26,7 +26,8 @@ enum ResponseBodies {
             .init("id", .string(PrefixedID.format(.app, a.id))), .init("object", .string("push_app")),
             .init("name", .string(a.name)), .init("require_encryption", .bool(a.requireEncryption)),
             .init("placeholder_title", .string(a.placeholderTitle)), .init("placeholder_body", .string(a.placeholderBody)),
-            .init("created_at", time(a.createdAt)),
+            .init("placeholder_title_loc_key", text(a.placeholderTitleLocKey)),
+            .init("placeholder_body_loc_key", text(a.placeholderBodyLocKey)), .init("created_at", time(a.createdAt)),
         ]))
     }
 

@@ -13,17 +13,23 @@ public struct APIApp: Sendable, Equatable {
     public var placeholderTitle: String
     /// iOS placeholder body.
     public var placeholderBody: String
+    /// The placeholder title's loc key (R-KIND-3), nil when none.
+    public var placeholderTitleLocKey: String?
+    /// The placeholder body's loc key (R-KIND-3), nil when none.
+    public var placeholderBodyLocKey: String?
     /// When it was created.
     public var createdAt: Date
 
     /// Makes an app value.
     public init(id: UUID, name: String, requireEncryption: Bool, placeholderTitle: String, placeholderBody: String,
-                createdAt: Date) {
+                placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil, createdAt: Date) {
         self.id = id
         self.name = name
         self.requireEncryption = requireEncryption
         self.placeholderTitle = placeholderTitle
         self.placeholderBody = placeholderBody
+        self.placeholderTitleLocKey = placeholderTitleLocKey
+        self.placeholderBodyLocKey = placeholderBodyLocKey
         self.createdAt = createdAt
     }
 }
@@ -176,7 +182,8 @@ public final class APIReadStore {
     static func app(_ r: PGResult, _ i: Int) throws -> APIApp {
         APIApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"), requireEncryption: try r.bool(i, "require_encryption"),
                placeholderTitle: try r.string(i, "placeholder_title"), placeholderBody: try r.string(i, "placeholder_body"),
-               createdAt: try r.date(i, "created_at"))
+               placeholderTitleLocKey: try r.decode(i, "placeholder_title_loc_key"),
+               placeholderBodyLocKey: try r.decode(i, "placeholder_body_loc_key"), createdAt: try r.date(i, "created_at"))
     }
 
     static func notification(_ r: PGResult, _ i: Int) throws -> APINotification {

@@ -27,7 +27,10 @@ enum APIQueries {
      ORDER BY d.created_at DESC, d.id DESC LIMIT $7::int
     """
 
-    static let appColumns = "id, name, require_encryption, placeholder_title, placeholder_body, created_at"
+    static let appColumns = """
+    id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key, placeholder_body_loc_key, \
+    created_at
+    """
 
     static let appGet = """
     SELECT \(appColumns) FROM push_apps WHERE id = $1::uuid AND account_id = $2::uuid AND deleted_at IS NULL
@@ -94,7 +97,8 @@ enum APIKeyedQueries {
     """
 
     static let app = """
-    SELECT \(keyColumns), a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body, a.created_at
+    SELECT \(keyColumns), a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
+           a.placeholder_title_loc_key, a.placeholder_body_loc_key, a.created_at
       FROM push_api_keys k
       LEFT JOIN push_apps a ON a.id = $2::uuid AND a.account_id = k.account_id AND a.deleted_at IS NULL
      WHERE k.key_hash = $1::bytea
