@@ -1,5 +1,5 @@
 /// The pure send-time policy (R-SEND-3..7, R-SEND-11, R-APP-4, R-MODE-2): per device,
-/// `.refuse(error, refund:)` or `.send(PlannedDelivery)`.
+/// `.refuse(error)` or `.send(PlannedDelivery)`.
 ///
 /// Build one planner per notification (it prepares the device-independent bytes once), then call
 /// `plan(_:)` per device. Checks, in order:
@@ -10,7 +10,7 @@
 ///    that is not 16 characters → `INVALID_DEVICE_KEY` (the curve itself is checked by the store);
 /// 3. live mode only: the platform's credential set invalid → `CREDENTIALS_INVALID` (R-APP-4);
 /// 4. the 4096-byte rule → `PUSH_PAYLOAD_TOO_LARGE` stating the bytes to cut (R-SEND-7).
-/// Every refusal nets zero charges, so `refund` is always true.
+/// What a refusal nets is `LedgerRule`'s decision (every code the planner refuses with nets zero).
 public struct DeliveryPlanner: Sendable {
     /// Length of a kid (R-DEV-3).
     public static let kidLength = 16
@@ -144,7 +144,5 @@ public struct DeliveryPlanner: Sendable {
         }
     }
 
-    private func refuse(_ error: PushError) -> PlanDecision {
-        .refuse(error, refund: !LedgerRule.netsCharge(.failed(error.code)))
-    }
+    private func refuse(_ error: PushError) -> PlanDecision { .refuse(error) }
 }

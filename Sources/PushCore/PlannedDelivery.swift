@@ -24,9 +24,9 @@ public struct DeviceSnapshot: Sendable, Hashable {
 
 /// The planner's verdict for one device.
 public enum PlanDecision: Sendable, Hashable {
-    /// Do not send. `refund` is true when the ending nets zero charges (every planner refusal:
-    /// `LedgerRule` then refunds an acceptance charge, if there was one).
-    case refuse(PushError, refund: Bool)
+    /// Do not send: the delivery ends `failed` with the error's code (what the ledger then writes
+    /// is `LedgerRule`'s to say).
+    case refuse(PushError)
     /// Send as planned.
     case send(PlannedDelivery)
 }

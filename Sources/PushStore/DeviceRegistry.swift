@@ -45,7 +45,7 @@ public final class DeviceRegistry {
                 let r = try connection.exec(RegistryQueries.registerDevice, params)
                 return RegistrationResult(deviceID: try r.uuid(0, "device_id"), created: try r.bool(0, "created"),
                                           reactivated: try r.bool(0, "reactivated"),
-                                          evicted: try QueueStore.uuidArray(r.string(0, "evicted")))
+                                          evicted: try PGArrayText.uuids(r.string(0, "evicted")))
             } catch let e as PGError {
                 if let domain = Self.domainError(e) { throw domain }
                 guard Self.isConcurrencyConflict(e), attempt < Self.maxRegistrationAttempts,

@@ -35,6 +35,8 @@ public struct WorkerConfig: Sendable {
     public var statsInterval: Double
     /// Per-delivery retry policy (R-SEND-12).
     public var retryPolicy: RetryPolicy
+    /// When a job that failed as a whole runs again (the store's undecodable rows too).
+    public var jobRetryPolicy: JobRetryPolicy = .default
     /// After SIGTERM: how long in-flight work may take before the worker exits (default 25 s).
     public var drainSeconds: Double
     /// Statement timeout for every query, milliseconds (default 15,000), and lock timeout (5,000).

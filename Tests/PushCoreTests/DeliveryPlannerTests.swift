@@ -16,7 +16,7 @@ final class DeliveryPlannerTests: XCTestCase {
 
     private func classify(_ decision: PlanDecision) -> Expect {
         switch decision {
-        case .refuse(let error, _): return .refused(error.code)
+        case .refuse(let error): return .refused(error.code)
         case .send(let planned):
             switch planned.body {
             case .sealed: return .encrypted
@@ -48,7 +48,10 @@ final class DeliveryPlannerTests: XCTestCase {
                 XCTAssertEqual(planned.collapseKey, "ck")
                 XCTAssertEqual(planned.token, "tok-\(row.platform)")
             }
-            if case .refuse(_, let refund) = decision { XCTAssertTrue(refund, "R-SEND-5: refunded, never charged") }
+            if case .refuse(let error) = decision {
+                XCTAssertEqual(LedgerRule.action(for: .failed(error.code), chargedAtAcceptance: true), .refund,
+                               "R-SEND-5: refunded, never charged")
+            }
         }
     }
 

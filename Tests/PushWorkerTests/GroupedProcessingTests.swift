@@ -119,9 +119,9 @@ final class GroupedProcessingTests: WorkerTestCase {
         let app = try createApp()
         for u in 0..<40 { _ = try register(app, user: "d\(u)") }
         let n = try enqueue(app, users: (0..<40).map { "d\($0)" })
-        let store = QueueStore(connection: workerConn)
+        let store = PGQueueStore(connection: workerConn)
         let start = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30).first)
-        _ = try store.notificationStart(job: start, batchSize: 10)   // 40 devices -> 4 batch jobs of 10
+        _ = try store.startOne(start, batchSize: 10)   // 40 devices -> 4 batch jobs of 10
         let claimed = try store.jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 25)
         XCTAssertEqual(claimed.count, 3, "10 + 10 fit, the third starts below the budget, the fourth waits")
         XCTAssertTrue(claimed.allSatisfy { $0.notification.id == n })
@@ -136,9 +136,9 @@ final class GroupedProcessingTests: WorkerTestCase {
         let app = try createApp(name: "broadcast-\(prefix)")
         for u in 0..<users { _ = try register(app, user: "\(prefix)\(u)") }
         let n = try enqueue(app, users: (0..<users).map { "\(prefix)\($0)" })
-        let store = QueueStore(connection: workerConn)
+        let store = PGQueueStore(connection: workerConn)
         let start = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30).first)
-        _ = try store.notificationStart(job: start, batchSize: batchSize)
+        _ = try store.startOne(start, batchSize: batchSize)
         return (app, n)
     }
 
@@ -147,7 +147,7 @@ final class GroupedProcessingTests: WorkerTestCase {
         let other = try createApp(name: "other")
         _ = try register(other, user: "o")
         let single = try enqueue(other, users: ["o"])
-        let claimed = try QueueStore(connection: workerConn)
+        let claimed = try PGQueueStore(connection: workerConn)
             .jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 10, appDeviceBudget: 10)
         XCTAssertEqual(claimed.map(\.notification.id).filter { $0 == single }.count, 1,
                        "the other app's notification, enqueued last, is in the claim although one batch alone fills the budget")
@@ -163,7 +163,7 @@ final class GroupedProcessingTests: WorkerTestCase {
             _ = try register(other, user: "m\(u)")
             _ = try enqueue(other, users: ["m\(u)"])
         }
-        let claimed = try QueueStore(connection: workerConn)
+        let claimed = try PGQueueStore(connection: workerConn)
             .jobClaimBatch(owner: "t", limit: 16, leaseSeconds: 30, deviceBudget: 100, appDeviceBudget: 20)
         XCTAssertEqual(claimed.count, 16, "never more than the claim limit")
         XCTAssertEqual(claimed.filter { $0.notification.appID == broadcastApp }.count, 1,

@@ -12,12 +12,12 @@ final class LeaseKeeperTests: WorkerTestCase {
         let app = try createApp()
         _ = try register(app, user: "u")
         _ = try enqueue(app, users: ["u"])
-        return try XCTUnwrap(try QueueStore(connection: workerConn).jobClaimBatch(owner: "k", limit: 1, leaseSeconds: 30).first)
+        return try XCTUnwrap(try PGQueueStore(connection: workerConn).jobClaimBatch(owner: "k", limit: 1, leaseSeconds: 30).first)
     }
 
     private func keeper() -> LeaseKeeper {
         let url = database.conninfo
-        return LeaseKeeper(leaseSeconds: 0.3, log: Self.quietLog) { try PGConnection.connect(url) }  // beats every 0.1 s
+        return LeaseKeeper(leaseSeconds: 0.3, log: Self.quietLog) { PGQueueStore(connection: try PGConnection.connect(url)) }  // beats every 0.1 s
     }
 
     private func wait(until condition: () -> Bool, timeout: TimeInterval = 5) {
@@ -62,13 +62,13 @@ final class LeaseKeeperTests: WorkerTestCase {
             _ = try register(app, user: u)
             _ = try enqueue(app, users: [u])
         }
-        let jobs = try QueueStore(connection: workerConn).jobClaimBatch(owner: "k", limit: 2, leaseSeconds: 30)
+        let jobs = try PGQueueStore(connection: workerConn).jobClaimBatch(owner: "k", limit: 2, leaseSeconds: 30)
         XCTAssertEqual(jobs.count, 2)
         let (job, sentinel) = (jobs[0], jobs[1])
         let url = database.conninfo
         // Beats every second: the check below must land between the first and second heartbeat,
         // so the margin is a second even on a loaded machine.
-        let k = LeaseKeeper(leaseSeconds: 3, log: Self.quietLog) { try PGConnection.connect(url) }
+        let k = LeaseKeeper(leaseSeconds: 3, log: Self.quietLog) { PGQueueStore(connection: try PGConnection.connect(url)) }
         k.hold(job.id, token: job.leaseToken)
         k.hold(sentinel.id, token: sentinel.leaseToken)
         // The worker's record committed (the job completed, its token cleared), not yet let go of.

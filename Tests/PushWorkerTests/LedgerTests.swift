@@ -114,7 +114,7 @@ final class LedgerTests: WorkerTestCase {
         XCTAssertEqual(try ledger(scheduled)[a]?.refunds, 1)
         XCTAssertEqual(try ledger(scheduled)[b]?.refunds, 1)
         XCTAssertEqual(try notification(scheduled).status, "cancelled")
-        let queue = QueueStore(connection: workerConn)
+        let queue = PGQueueStore(connection: workerConn)
         XCTAssertTrue(try queue.jobClaimBatch(owner: "w", limit: 10, leaseSeconds: 30,
                                               now: sendAt.addingTimeInterval(60)).isEmpty, "the job never runs")
         XCTAssertTrue(try deliveries(scheduled).isEmpty)
@@ -123,7 +123,7 @@ final class LedgerTests: WorkerTestCase {
         let claimed = try queue.jobClaimBatch(owner: "w", limit: 10, leaseSeconds: 30)
         XCTAssertEqual(claimed.map { $0.notification.id }, [started])
         XCTAssertFalse(try store.cancel(id: started), "its job was taken up: too late")
-        try queue.jobRelease(id: claimed[0].id, leaseToken: claimed[0].leaseToken)
+        try queue.jobRelease([claimed[0].lease])
         try drain(try makeWorker())
         XCTAssertFalse(try store.cancel(id: started), "final: too late")
         XCTAssertEqual(try notification(started).status, "sent")

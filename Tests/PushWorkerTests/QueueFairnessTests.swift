@@ -25,7 +25,7 @@ final class QueueFairnessTests: WorkerTestCase {
     func testClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() throws {
         let broadcast = try jobs(app: "broadcast", count: 200, ageSeconds: 60)
         let small = try jobs(app: "small", count: 1, ageSeconds: 1)
-        let store = QueueStore(connection: conn)
+        let store = PGQueueStore(connection: conn)
         let claimed = try store.jobClaimBatch(owner: "t", limit: 4, leaseSeconds: 30)
         XCTAssertEqual(claimed.count, 4, "a claim never takes more rows than its limit")
         XCTAssertTrue(claimed.contains { $0.notification.appID == small },
@@ -41,23 +41,23 @@ final class QueueFairnessTests: WorkerTestCase {
             INSERT INTO push_jobs (kind, notification_id, app_id, device_ids, priority, run_at)
             VALUES ('batch', $1::uuid, $2::uuid, '{}', 10, now()) RETURNING id
             """, [.uuid(n), .uuid(app)]).int64(0, "id")
-        let claimed = try QueueStore(connection: conn).jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30)
+        let claimed = try PGQueueStore(connection: conn).jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30)
         XCTAssertEqual(claimed.map(\.id), [urgent], "the newer job with higher priority goes first")
     }
 
     func testFailingJobIsDiscardedAfterItsAttemptsThenListedAndRetriedByAnOperator() throws {
         _ = try jobs(app: "poison", count: 1, ageSeconds: 5)
         try conn.exec("UPDATE push_jobs SET max_attempts = 2")
-        let store = QueueStore(connection: conn)
+        let store = PGQueueStore(connection: conn)
         for attempt in 1...2 {
             let job = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30).first)
             XCTAssertEqual(job.attempt, attempt)
-            let state = try store.jobFail(id: job.id, leaseToken: job.leaseToken, error: "boom \(attempt)", retryAt: Date())
-            XCTAssertEqual(state, attempt < 2 ? "available" : "discarded")
+            let state = try store.jobFail(job.lease, error: "boom \(attempt)", retryAt: Date())
+            XCTAssertEqual(state, attempt < 2 ? .available : .discarded)
         }
         XCTAssertTrue(try store.jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30).isEmpty,
                       "a discarded job is never claimed again by itself")
-        let listed = try store.jobList(state: "discarded")
+        let listed = try store.jobList(state: .discarded)
         XCTAssertEqual(listed.count, 1)
         XCTAssertEqual(listed.first?.lastError, "boom 2")
         XCTAssertTrue(try store.jobRetry(id: listed[0].id))
@@ -67,9 +67,9 @@ final class QueueFairnessTests: WorkerTestCase {
 
     func testAFailureRecordedWithAStaleLeaseTokenChangesNothing() throws {
         _ = try jobs(app: "stale", count: 1, ageSeconds: 5)
-        let store = QueueStore(connection: conn)
+        let store = PGQueueStore(connection: conn)
         let job = try XCTUnwrap(try store.jobClaimBatch(owner: "a", limit: 1, leaseSeconds: 30).first)
-        XCTAssertNil(try store.jobFail(id: job.id, leaseToken: UUID(), error: "not mine", retryAt: Date()))
+        XCTAssertNil(try store.jobFail(JobLease(id: job.id, token: UUID()), error: "not mine", retryAt: Date()))
         XCTAssertEqual(try conn.exec("SELECT state FROM push_jobs WHERE id = $1::bigint", [.int64(job.id)]).string(0, 0),
                        "running")
     }

@@ -26,7 +26,7 @@ final class QueueTests: WorkerTestCase {
                 defer { group.leave() }
                 do {
                     let c = try PGConnection.connect(conninfo)
-                    let q = QueueStore(connection: c)
+                    let q = PGQueueStore(connection: c)
                     while true {
                         let jobs = try q.jobClaimBatch(owner: "worker-\(w)", limit: 5, leaseSeconds: 60)
                         if jobs.isEmpty {
@@ -61,7 +61,7 @@ final class QueueTests: WorkerTestCase {
         let locked = try conn.exec("SELECT id FROM push_jobs ORDER BY priority DESC, run_at, id LIMIT 5 FOR UPDATE")
         let lockedIDs = Set(try locked.rows.map { try locked.int64($0, "id") })
         XCTAssertEqual(lockedIDs.count, 5)
-        let claimed = try QueueStore(connection: workerConn).jobClaimBatch(owner: "w2", limit: 5, leaseSeconds: 30)
+        let claimed = try PGQueueStore(connection: workerConn).jobClaimBatch(owner: "w2", limit: 5, leaseSeconds: 30)
         try conn.exec("ROLLBACK")
         XCTAssertEqual(claimed.count, 5, "15 due jobs are free: the claim must not come back short")
         XCTAssertTrue(Set(claimed.map { $0.id }).isDisjoint(with: lockedIDs))
@@ -73,7 +73,7 @@ final class QueueTests: WorkerTestCase {
         let busy = try createApp(name: "busy"), quiet = try createApp(name: "quiet")
         for i in 0..<10 { _ = try enqueue(busy, users: ["u\(i)"]) }
         let q1 = try enqueue(quiet, users: ["q1"]), q2 = try enqueue(quiet, users: ["q2"])
-        let claimed = try QueueStore(connection: workerConn).jobClaimBatch(owner: "w", limit: 4, leaseSeconds: 30)
+        let claimed = try PGQueueStore(connection: workerConn).jobClaimBatch(owner: "w", limit: 4, leaseSeconds: 30)
         XCTAssertEqual(claimed.count, 4)
         XCTAssertEqual(Set(claimed.filter { $0.notification.appID == quiet }.map { $0.notification.id }), [q1, q2])
         XCTAssertEqual(claimed.filter { $0.notification.appID == busy }.count, 2)
@@ -85,12 +85,12 @@ final class QueueTests: WorkerTestCase {
         try register(app, user: "u1")
         let sendAt = Date().addingTimeInterval(3600)
         let n = try enqueue(app, users: ["u1"]) { $0.sendAt = sendAt }
-        let q = QueueStore(connection: workerConn)
+        let q = PGQueueStore(connection: workerConn)
         XCTAssertTrue(try q.jobClaimBatch(owner: "w", limit: 10, leaseSeconds: 30, now: sendAt.addingTimeInterval(-1)).isEmpty)
         XCTAssertEqual(try makeWorker().runOnce(connection: workerConn), 0, "not due now")
         let due = try q.jobClaimBatch(owner: "w", limit: 10, leaseSeconds: 30, now: sendAt.addingTimeInterval(1))
         XCTAssertEqual(due.map { $0.notification.id }, [n])
-        XCTAssertEqual(due.first?.kind, "notification")
+        XCTAssertEqual(due.first?.kind, .notification)
     }
 
     /// R-DEV-5 / fan-out: 2,000 devices across 100 users (20 each) with batch size 500 become 4
@@ -166,7 +166,7 @@ final class QueueTests: WorkerTestCase {
         let app = try createApp()
         let device = try register(app, user: "u1")
         let n = try enqueue(app, users: ["u1"])
-        let dead = QueueStore(connection: workerConn)
+        let dead = PGQueueStore(connection: workerConn)
         let claimed = try XCTUnwrap(try dead.jobClaimBatch(owner: "dead", limit: 1, leaseSeconds: 0.2).first)
         Thread.sleep(forTimeInterval: 0.3)
 
@@ -176,12 +176,8 @@ final class QueueTests: WorkerTestCase {
         XCTAssertEqual(try deliveries(n)[device]?.attempts, 1)
         XCTAssertEqual(try int("SELECT attempt FROM push_jobs WHERE id = $1", [.int64(claimed.id)]), 2)
 
-        let late = [DeliveryRecord(deviceID: device, status: "failed", errorCode: "PROVIDER_ERROR", netsCharge: false)]
-        XCTAssertThrowsError(try dead.batchRecord(job: claimed, records: late) { _, _ in
-            NotificationFinal(status: "failed", errorCode: "ALL_DEVICES_REFUSED")
-        }) { error in
-            XCTAssertTrue(String(describing: error).contains("LEASE_LOST"), "\(error)")
-        }
+        let late = [DeliveryRecord(deviceID: device, status: .failed, errorCode: .providerError, ledger: .refund)]
+        XCTAssertEqual(try dead.batchRecord([BatchOutcome(job: claimed, records: late)]), [claimed.id: .leaseLost])
         XCTAssertEqual(try deliveries(n)[device]?.status, "sent", "the late record changed nothing")
         XCTAssertEqual(try ledger(n)[device]?.charges, 1)
         XCTAssertEqual(try ledger(n)[device]?.refunds, 0)

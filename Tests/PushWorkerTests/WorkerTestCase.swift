@@ -29,6 +29,16 @@ final class RecordingRouter: ProviderRouter, @unchecked Sendable {
     var pushes: [OutboundPush] { lock.withLock { recorded } }
 }
 
+extension QueueStore {
+    /// The send-time step of one claimed notification job, which must start.
+    func startOne(_ job: ClaimedJob, batchSize: Int) throws -> NotificationStart {
+        guard case .started(let s)? = try notificationStart([job.lease], batchSize: batchSize)[job.id] else {
+            throw PushError(.notFound, "job \(job.id) did not start")
+        }
+        return s
+    }
+}
+
 /// A value shared between a test and the threads it starts, guarded by a lock.
 final class LockedBox<Value>: @unchecked Sendable {
     private let lock = NSLock()
