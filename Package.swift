@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// pushfleet: push-notification delivery workers (see README.md, ../shared/DESIGN.md).
+// pushfleet: push-notification delivery workers (see README.md; the rules are in docs/rules.md).
 import PackageDescription
 import Foundation
 
@@ -13,8 +13,8 @@ func hasSources(_ dir: String) -> Bool {
 
 /// One test target per module, each depending on the modules it exercises.
 let testTargets: [Target] = [
-    .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto"]),
-    .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto"]),
+    .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
@@ -45,6 +45,7 @@ let package = Package(
 
         // MARK: - Tests (see `testTargets` below)
         /// Test-only helpers shared by the test targets (test targets cannot share files): `RepoPaths`,
+        /// `TestVectors` (the one loader of `Tests/Vectors/`),
         /// `FakeProcess` and the fake launchers, `FakeMaterial`, `MigratedTestDatabase`. A regular
         /// target so test targets can depend on it; it must never be a dependency of a product module
         /// or of the `pushfleet` executable.

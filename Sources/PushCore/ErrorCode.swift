@@ -1,7 +1,7 @@
 /// Stable error codes written on deliveries, notifications, refusals and API answers.
 ///
 /// The raw value is the wire and database spelling and never changes once released
-/// (SPEC R-SEND-5..9, R-PRV-1..3, R-DEV-3..6, R-APP-4). New codes are added, never renamed.
+/// (docs/rules.md: R-SEND-5..9, R-PRV-1..3, R-DEV-3..6, R-APP-4). New codes are added, never renamed.
 public enum ErrorCode: String, Sendable, Hashable, CaseIterable, Codable {
     /// R-SEND-5: the device has no key while the notification requires encryption.
     case encryptionKeyMissing = "ENCRYPTION_KEY_MISSING"

@@ -1,6 +1,6 @@
-/// One FCM HTTP v1 message (PROTOCOLS B.2), built byte-exact for encrypted (R-ENC-5) and
-/// plaintext (R-PLAIN-2) deliveries. `requestBody(ttlSeconds:)` gives the whole POST body:
-/// `{"message":{"token":…[,"notification":{…}][,"data":{…}],"android":{"priority":"HIGH",
+/// One FCM HTTP v1 message (Firebase's "REST Resource: projects.messages"), built byte-exact for
+/// encrypted (R-ENC-5) and plaintext (R-PLAIN-2) deliveries. `requestBody(ttlSeconds:)` gives the whole
+/// POST body: `{"message":{"token":…[,"notification":{…}][,"data":{…}],"android":{"priority":"HIGH",
 /// "ttl":"123s"[,"collapse_key":…][,"notification":{"sound","tag","notification_count"}]}}}`.
 public struct FCMMessage: Sendable, Hashable {
     /// One `data` entry; FCM data values are strings only.

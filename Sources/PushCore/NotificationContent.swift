@@ -39,8 +39,8 @@ public struct NotificationContent: Sendable, Hashable {
 
     /// Acceptance checks that do not depend on devices: a collapse key of at most 64 UTF-8 bytes
     /// (R-SEND-13), a non-negative badge, and no `data` key that FCM reserves (`from`,
-    /// `message_type`, `google.*`, `gcm.*`, PROTOCOLS B.2) or that the honkio Android SDK reads as an
-    /// envelope (`hk`, seed 000) *(product decision)*.
+    /// `message_type`, `google.*`, `gcm.*`: Firebase's "REST Resource: projects.messages", field `data`)
+    /// or that the honkio Android SDK reads as the envelope (`hk`, R-ENC-5) *(product decision)*.
     /// - Throws: `PushError` with code `.validationError`.
     public func validate() throws {
         for member in data?.members ?? [] where Self.isReservedDataKey(member.key) {

@@ -16,7 +16,8 @@ public enum Mode: String, Sendable, Hashable, CaseIterable, Codable {
     case live
 }
 
-/// APNs environment of an iOS token (R-DEV-1, PROTOCOLS A.1).
+/// APNs environment of an iOS token (R-DEV-1; Apple's "Sending notification requests to APNs": a token
+/// works on one host).
 public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable, Codable {
     /// `api.sandbox.push.apple.com` (builds run from Xcode).
     case sandbox

@@ -3,11 +3,11 @@ import typealias Foundation.TimeInterval
 
 /// Which provider gave an answer.
 public enum ProviderKind: String, Sendable, Hashable, CaseIterable {
-    /// Apple Push Notification service (PROTOCOLS A.6).
+    /// Apple Push Notification service (Apple's "Handling notification responses from APNs").
     case apns
-    /// Firebase Cloud Messaging HTTP v1 (PROTOCOLS B.5).
+    /// Firebase Cloud Messaging HTTP v1 (Firebase's "ErrorCode" reference of the v1 API).
     case fcm
-    /// A Web Push service (RFC 8030, PROTOCOLS C.1).
+    /// A Web Push service (RFC 8030).
     case webpush
     /// The test-mode simulator (R-MODE-2); reasons are `SimulatorReason` values.
     case simulator
@@ -76,7 +76,7 @@ public enum ProviderAnswerTable {
         case unregistered, invalidToken, appMismatch, credentials, tooLarge, transient, deferral, requestError
     }
 
-    /// APNs reasons (PROTOCOLS A.6).
+    /// APNs reasons (Apple's "Handling notification responses from APNs").
     static let apns: [String: Row] = [
         "Unregistered": .unregistered, "ExpiredToken": .unregistered,
         "BadDeviceToken": .invalidToken,
@@ -96,7 +96,8 @@ public enum ProviderAnswerTable {
         "MethodNotAllowed": .requestError,
     ]
 
-    /// FCM `details[].errorCode` or `error.status` values (PROTOCOLS B.5). `INVALID_ARGUMENT` is special-cased.
+    /// FCM `details[].errorCode` or `error.status` values (Firebase's "ErrorCode"). `INVALID_ARGUMENT`
+    /// is special-cased.
     static let fcm: [String: Row] = [
         "UNREGISTERED": .unregistered,
         "SENDER_ID_MISMATCH": .appMismatch,
@@ -204,10 +205,10 @@ public enum ProviderAnswerTable {
         }
     }
 
-    /// Web Push statuses (RFC 8030 §8, PROTOCOLS C.1): 404/410 gone; 401 and 403 are VAPID refusals
-    /// (missing, expired, or a key the subscription was not made with): the app's VAPID credentials
-    /// are marked invalid and devices are never touched (issue 7: a rotated or misconfigured VAPID key
-    /// must not deactivate every browser); 400 is a request error.
+    /// Web Push statuses (RFC 8030 §5, §7.2, §7.3, §8.4; RFC 8292 §4): 404/410 gone; 401 and 403 are VAPID
+    /// refusals (missing, expired, or a key the subscription was not made with): the app's VAPID
+    /// credentials are marked invalid and devices are never touched (issue 7: a rotated or
+    /// misconfigured VAPID key must not deactivate every browser); 400 is a request error.
     static func webPushByStatus(_ status: Int) -> Row? {
         switch status {
         case 404, 410: return .unregistered

@@ -2,8 +2,8 @@ import Foundation
 
 /// Micro-benchmarks of the sealing path, in CPU microseconds of the calling thread
 /// (`CLOCK_THREAD_CPUTIME_ID`), so other load on the machine barely moves them. Used by the
-/// `PUSH_BENCH=1` test and by `scripts/bench`. NOTES.md: the floor is about 85 us on the
-/// reference machine; the sealer's target is at most 1.5 times the floor.
+/// `PUSH_BENCH=1` test and by `scripts/bench`. The floor measured 56 to 70 us on the 2-core
+/// machine of docs/bench.md; the sealer's target is at most 1.5 times the floor.
 public enum CryptoBenchmark {
     /// CPU microseconds of one fixed-base multiplication (d·G) plus one variable-base
     /// multiplication (d·Q), each with its point encoding: the arithmetic any P-256 HPKE seal

@@ -1,7 +1,7 @@
-/// HPKE (RFC 9180) in base mode for the single suite this project uses:
-/// DHKEM(P-256, HKDF-SHA256) (kem 0x0010), HKDF-SHA256 (kdf 0x0001), AES-128-GCM (aead 0x0001),
-/// assembled from OpenSSL 3.0 primitives (PROTOCOLS.md D.4). One-shot API: one message per
-/// setup, sequence number 0 (RFC 9180 §6.1). All functions are safe to call from several threads.
+/// HPKE (RFC 9180) in base mode for the single suite this project uses: DHKEM(P-256, HKDF-SHA256) (kem
+/// 0x0010), HKDF-SHA256 (kdf 0x0001), AES-128-GCM (aead 0x0001), assembled from OpenSSL 3.0 primitives
+/// (OpenSSL 3.0 has no HPKE API; 3.2's `OSSL_HPKE_*` is not in Debian 12). One-shot API: one message
+/// per setup, sequence number 0 (RFC 9180 §6.1). All functions are safe to call from several threads.
 /// For the honkio envelope (fixed info, hot path) use `EnvelopeSealer`.
 public enum HPKE {
     /// KEM id of DHKEM(P-256, HKDF-SHA256).
@@ -24,8 +24,8 @@ public enum HPKE {
         try sealDeterministic(plaintext: plaintext, recipient: recipient, info: info, aad: aad, ephemeral: nil)
     }
 
-    /// SealBase with a caller-chosen ephemeral key: deterministic, for test vectors and
-    /// reproducible tools only. Never reuse an ephemeral key in production (PROTOCOLS.md E.5).
+    /// SealBase with a caller-chosen ephemeral key: deterministic, for test vectors and reproducible
+    /// tools only. Never reuse an ephemeral key in production (RFC 9180 §4.1: Encap draws a fresh one).
     /// - Throws: as `seal(plaintext:recipient:info:aad:)`.
     public static func seal(plaintext: [UInt8], recipient: P256PublicKey, info: [UInt8], aad: [UInt8] = [],
                             ephemeralPrivateKey: P256PrivateKey) throws -> (enc: [UInt8], ciphertext: [UInt8]) {

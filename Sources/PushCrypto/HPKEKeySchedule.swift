@@ -1,5 +1,5 @@
 // RFC 9180 building blocks for DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM, base mode:
-// labeled HKDF (§4), ExtractAndExpand (§4.1), KeySchedule (§5.1). Values match PROTOCOLS.md D.2.
+// labeled HKDF (§4), ExtractAndExpand (§4.1), KeySchedule (§5.1). Checked against RFC 9180 Appendix A.3.
 
 /// Suite identifiers and labels (RFC 9180 §4, §5.1, §7.1). Constant byte strings, built once.
 enum HPKELabels {

@@ -1,9 +1,11 @@
 internal import COpenSSL
 
 /// Signs compact JWS tokens (RFC 7515 §7.1) for provider authentication:
-/// - ES256 (RFC 7518 §3.4) for the APNs provider token (PROTOCOLS.md A.5) and VAPID (C.3): the
-///   signature is the raw 64-byte `r || s`, each half left-padded to 32 bytes, never OpenSSL's DER;
-/// - RS256 (RFC 7518 §3.3) for the Google service-account assertion (PROTOCOLS.md B.3).
+/// - ES256 (RFC 7518 §3.4) for the APNs provider token (Apple's "Establishing a token-based connection
+///   to APNs") and VAPID (RFC 8292 §2): the signature is the raw 64-byte `r || s`, each half
+///   left-padded to 32 bytes, never OpenSSL's DER;
+/// - RS256 (RFC 7518 §3.3) for the Google service-account assertion (Google's "Using OAuth 2.0 for
+///   Server to Server Applications").
 ///
 /// Owns one OpenSSL `EVP_PKEY` (freed in `deinit`). Immutable after creation, so one signer may
 /// be used from several threads at once (each call builds its own digest context).
@@ -195,7 +197,8 @@ public final class JWTSigner: @unchecked Sendable {
         return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// DER `ECDSA-Sig-Value` → 64-byte `r || s` (PROTOCOLS.md D.4).
+    /// DER `ECDSA-Sig-Value` → 64-byte `r || s` (RFC 7518 §3.4; OpenSSL's `ECDSA_SIG_get0` /
+    /// `BN_bn2binpad`).
     static func rawFromDER(_ der: [UInt8]) throws -> [UInt8] {
         let sig: OpaquePointer? = der.withUnsafeBufferPointer { buf in
             var p: UnsafePointer<UInt8>? = buf.baseAddress

@@ -2,7 +2,7 @@ internal import COpenSSL
 
 /// Algorithm objects fetched once from OpenSSL's default provider and shared by every thread
 /// (fetched objects are immutable and reference counted, so sharing them is safe). Fetching per
-/// call costs a lock and a name lookup each time (NOTES.md, speed ceilings).
+/// call costs a lock and a name lookup each time (OpenSSL 3.0 manual, "Performance" in `crypto(7)`).
 final class OpenSSLAlgorithms: @unchecked Sendable {
     /// `EVP_MD` for SHA-256.
     let sha256: OpaquePointer

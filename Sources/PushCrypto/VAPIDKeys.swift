@@ -1,7 +1,8 @@
 internal import COpenSSL
 
-/// An application server's VAPID key pair (RFC 8292 §3): the long-term P-256 key an app signs its
-/// Web Push JWTs with. It must differ from any ECDH key (PROTOCOLS.md C.3).
+/// An application server's VAPID key pair (RFC 8292 §3): the long-term P-256 key an app signs its Web
+/// Push JWTs with. It must differ from any ECDH key (RFC 8292 §2: a signing key, never reused for RFC
+/// 8291's ECDH).
 ///
 /// Forms:
 /// - `publicKeyBase64URL`: the 65-byte uncompressed point as unpadded base64url, which is both the

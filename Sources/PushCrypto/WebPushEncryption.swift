@@ -1,7 +1,7 @@
 /// RFC 8291 Web Push message encryption: one `aes128gcm` record (RFC 8188) keyed by ECDH between
 /// a fresh sender key pair and the subscription's `p256dh`, mixed with its `auth` secret.
 ///
-/// Body layout (R-SEND-7, PROTOCOLS.md §C.2): `salt(16) || rs(4) || idlen(1) = 65 ||
+/// Body layout (R-SEND-7; RFC 8291 §4, RFC 8188 §2): `salt(16) || rs(4) || idlen(1) = 65 ||
 /// sender public key(65) || AES-128-GCM(plaintext || 0x02 || 0x00*padding) || tag(16)`, so an
 /// unpadded body is exactly `plaintext + 103` bytes.
 ///

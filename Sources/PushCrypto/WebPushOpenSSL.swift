@@ -1,7 +1,7 @@
 internal import COpenSSL
 
 // OpenSSL building blocks of the Web Push coding (RFC 8291, RFC 8188): P-256 points and ECDH
-// through EC_GROUP/EC_POINT (not deprecated in 3.0, and the fast path measured in NOTES.md),
+// through EC_GROUP/EC_POINT (not deprecated in 3.0, and the fast path: see docs/bench.md),
 // HMAC-SHA256, SHA-256 and AES-128-GCM. Internal to PushCrypto; names carry the `WebPush` prefix
 // so they never collide with the HPKE or JWT code of the same module.
 
@@ -203,7 +203,7 @@ enum WebPushDigest {
 enum WebPushAESGCM {
     static let tagLength = 16
 
-    /// Fetched once (NOTES.md: avoid per-message fetches); read-only afterwards.
+    /// Fetched once (a fetch per message costs a provider lookup); read-only afterwards.
     private static let cipher: WebPushCHandle? = try? WebPushCHandle.make(
         EVP_CIPHER_fetch(nil, "AES-128-GCM", nil), "EVP_CIPHER_fetch") { EVP_CIPHER_free($0) }
 

@@ -1,8 +1,9 @@
 import Foundation
 import PushCore
 
-/// Turns one HTTP outcome from APNs into a raw `ProviderAnswer` (PROTOCOLS.md A.6), without judging it.
-/// Garbage, HTML, empty or truncated bodies give `reason == nil` and a short sanitized `rawDetail`.
+/// Turns one HTTP outcome from APNs into a raw `ProviderAnswer` (Apple's "Handling notification
+/// responses from APNs"), without judging it. Garbage, HTML, empty or truncated bodies give `reason ==
+/// nil` and a short sanitized `rawDetail`.
 public enum APNsAnswerParser {
     /// Longest `rawDetail` kept, in characters.
     public static let rawDetailLimit = 160

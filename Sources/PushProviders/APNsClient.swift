@@ -2,12 +2,13 @@ import Foundation
 import PushCore
 import PushCrypto
 
-/// APNs provider API client with token authentication (PROTOCOLS.md A): HTTP/2 multiplexed through
+/// APNs provider API client with token authentication (Apple's "Sending notification requests to APNs",
+/// "Establishing a token-based connection to APNs"): HTTP/2 multiplexed through
 /// `HTTP2Client`, one ES256 provider JWT per signing key from a `ProviderTokenCache` (`tokenCacheKey`:
 /// team, key id and the fingerprint of the `.p8`'s public key, so two apps share a JWT only when they
 /// hold the same key: issue 11).
 ///
-/// Token lifetime (A.5): a JWT is reused until `tokenRefreshSeconds` (45 min, never under
+/// Token lifetime ("Establishing a token-based connection to APNs"): a JWT is reused until `tokenRefreshSeconds` (45 min, never under
 /// `tokenMinimumAgeSeconds`, 20 min) after its `iat`. After an `ExpiredProviderToken` answer it is
 /// replaced at once, whatever its age (`ProviderTokenCache.replaceToken`: one replacement per rejected
 /// token, fleet-wide with `PGProviderTokenCache`), and the refused requests are sent once more with
@@ -21,7 +22,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         public var keyId: String
         /// `apns-topic`: the app's bundle ID.
         public var topic: String
-        /// `apns-push-type`; `alert` for honkio's notifications (A.3).
+        /// `apns-push-type`; `alert` for honkio's notifications (Apple's "Sending notification requests to
+        /// APNs").
         public var pushType: String = "alert"
         /// Base URL for production tokens; tests point it at a fake.
         public var productionBaseURL: String = "https://api.push.apple.com"
@@ -115,7 +117,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         return zip(batch, outcomes).map { APNsAnswerParser.answer(for: $1, apnsId: $0.apnsId) }
     }
 
-    /// The HTTP/2 request for one push (A.2): path, headers in a fixed order, body unchanged.
+    /// The HTTP/2 request for one push (Apple's "Sending notification requests to APNs"): path, headers
+    /// in a fixed order, body unchanged.
     public func httpRequest(for request: ProviderRequest, token: String) -> HTTPRequest {
         var headers: [(String, String)] = [
             ("authorization", "bearer \(token)"),
@@ -132,7 +135,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
                            timeoutMillis: configuration.requestTimeoutMillis)
     }
 
-    /// Builds a provider JWT: header `{"alg":"ES256","kid":...}`, claims `{"iss":...,"iat":...}` (A.5).
+    /// Builds a provider JWT: header `{"alg":"ES256","kid":...}`, claims `{"iss":...,"iat":...}`
+    /// ("Establishing a token-based connection to APNs").
     private func mintToken(now: Int64) throws -> ProviderToken {
         let header = #"{"alg":"ES256","kid":"\#(Self.jsonEscaped(configuration.keyId))"}"#
         let claims = #"{"iss":"\#(Self.jsonEscaped(configuration.teamId))","iat":\#(now)}"#

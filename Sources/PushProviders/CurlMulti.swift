@@ -1,9 +1,9 @@
 internal import CCurl
 internal import CPushShims
 
-/// Owns one libcurl multi handle (`CURLM*`) and with it the connection pool: connections stay
-/// open across batches while this object lives (PROTOCOLS.md A.7). Freed in `deinit`.
-/// Not thread-safe: `HTTP2Client` serializes every call.
+/// Owns one libcurl multi handle (`CURLM*`) and with it the connection pool: connections stay open
+/// across batches while this object lives (Apple's "Sending notification requests to APNs": keep
+/// connections open). Freed in `deinit`. Not thread-safe: `HTTP2Client` serializes every call.
 final class CurlMulti {
     private let handle: UnsafeMutableRawPointer
 

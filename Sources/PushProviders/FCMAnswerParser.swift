@@ -1,7 +1,7 @@
 import Foundation
 import PushCore
 
-/// Turns one HTTP outcome from FCM v1 `messages:send` into a raw `ProviderAnswer` (PROTOCOLS.md B.5).
+/// Turns one HTTP outcome from FCM v1 `messages:send` into a raw `ProviderAnswer` (Firebase's "ErrorCode").
 ///
 /// `reason` = the `errorCode` of the `details[]` entry whose `@type` ends in
 /// `google.firebase.fcm.v1.FcmError`, else `error.status`, else nil (the HTTP status then speaks alone).

@@ -2,7 +2,8 @@ import Foundation
 import PushCore
 import PushCrypto
 
-/// FCM HTTP v1 client (PROTOCOLS.md B): OAuth2 service-account flow (RS256 assertion, B.3) with the
+/// FCM HTTP v1 client (Firebase's "REST Resource: projects.messages"): OAuth2 service-account flow
+/// (RS256 assertion, Google's "Using OAuth 2.0 for Server to Server Applications") with the
 /// access token kept in a `ProviderTokenCache`, and `messages:send` requests multiplexed over HTTP/2.
 ///
 /// The request body is the caller's bytes (`ProviderRequest.payload`, built by PushCore). The access
@@ -119,7 +120,7 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
                               rawDetail: ProviderText.clip("oauth: \(error)", limit: FCMAnswerParser.rawDetailLimit))
     }
 
-    // MARK: - OAuth2 (B.3)
+    // MARK: - OAuth2 (Google's "Using OAuth 2.0 for Server to Server Applications")
 
     /// The signed assertion: header `{"alg":"RS256","typ":"JWT"[,"kid"]}`, claims iss/scope/aud/iat/exp.
     public func assertion(now: Int64) throws -> String {

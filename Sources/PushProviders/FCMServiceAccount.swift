@@ -1,6 +1,7 @@
 import Foundation
 
-/// The fields of a Google service-account JSON key file needed to send with FCM v1 (PROTOCOLS.md B.3).
+/// The fields of a Google service-account JSON key file needed to send with FCM v1 (Google's
+/// "Using OAuth 2.0 for Server to Server Applications").
 /// `description` never shows the private key.
 public struct FCMServiceAccount: Sendable, Equatable, CustomStringConvertible {
     /// Firebase project (`project_id`), used in `/v1/projects/<id>/messages:send`.

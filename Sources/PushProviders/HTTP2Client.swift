@@ -2,8 +2,9 @@ import Foundation
 internal import CCurl
 
 /// Sends batches of HTTPS requests concurrently over persistent, multiplexed HTTP/2 connections
-/// (libcurl multi, PROTOCOLS.md A.7). A batch blocks the calling thread until every request has an
-/// outcome; the worker calls it from its own thread, never from Swift's cooperative pool.
+/// (libcurl multi; Apple's "Sending notification requests to APNs" asks for kept-open connections). A
+/// batch blocks the calling thread until every request has an outcome; the worker calls it from its own
+/// thread, never from Swift's cooperative pool.
 ///
 /// Connections live in the client (its multi handle) and are reused by later batches; connections
 /// idle longer than `maxIdleSeconds` are closed before reuse (CURLOPT_MAXAGE_CONN), and none is kept
@@ -80,11 +81,11 @@ public final class HTTP2Client: @unchecked Sendable {
 
     /// Sends all `requests` concurrently and waits for each to end.
     ///
-    /// Warm-up (PROTOCOLS.md A.5/A.7): a server may allow a single stream on a new connection until it
-    /// has seen a valid request, and libcurl assumes 100 streams until the server's SETTINGS arrive. So
-    /// for a host without a recently used connection, the first request goes alone; the host's other
-    /// requests start when it finishes or after `warmUpMillis`, whichever comes first (their own
-    /// deadlines count from then).
+    /// Warm-up (Apple's "Sending notification requests to APNs"): a server may allow a single stream on
+    /// a new connection until it has seen a valid request, and libcurl assumes 100 streams until the
+    /// server's SETTINGS arrive. So for a host without a recently used connection, the first request
+    /// goes alone; the host's other requests start when it finishes or after `warmUpMillis`, whichever
+    /// comes first (their own deadlines count from then).
     /// - Returns: one outcome per request, in the same order. Never throws: a request libcurl
     ///   refuses to set up comes back as `.notSent`.
     public func perform(_ requests: [HTTPRequest]) -> [HTTPOutcome] {
@@ -166,7 +167,8 @@ public final class HTTP2Client: @unchecked Sendable {
         return outcome
     }
 
-    /// Maps a finished transfer to an outcome (PROTOCOLS.md A.6 "transport failures").
+    /// Maps a finished transfer to an outcome (a reset, refused stream or GOAWAY is retryable on a new
+    /// connection).
     private static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
         if result == CURLE_OK {
             return .response(HTTPResponse(status: easy.status, headers: easy.headers, body: easy.body,

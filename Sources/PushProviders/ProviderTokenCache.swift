@@ -33,8 +33,8 @@ public struct ProviderToken: Sendable, Equatable {
 /// its public identifiers (issue 11): `apns:<team>:<key id>:<key fingerprint>`,
 /// `fcm:<client email>:<key fingerprint>:<token endpoint> <scope>`, `vapid:<public key>:<origin>:<subject>`
 /// (the fingerprint is `JWTSigner.publicKeyFingerprint`), so two credential sets share a token only
-/// when they hold the same private key. One token per key is shared by all connections (PROTOCOLS.md
-/// A.5). Implementations must make each call atomic per key, so that concurrent callers mint at most
+/// when they hold the same private key. One token per key is shared by all connections (Apple's
+/// "Establishing a token-based connection to APNs"). Implementations must make each call atomic per key, so that concurrent callers mint at most
 /// one token; a PostgreSQL-backed implementation can share tokens across worker processes.
 public protocol ProviderTokenCache: AnyObject, Sendable {
     /// Returns the stored token for `key` if `now < refreshAt`; otherwise calls `mint(now)` once, stores

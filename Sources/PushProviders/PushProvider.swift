@@ -1,7 +1,7 @@
 import PushCore
 
-// `APNsEnvironment` (which host a token belongs to, PROTOCOLS A.1) and `Priority` (R-SEND-10)
-// are PushCore's types.
+// `APNsEnvironment` (which host a token belongs to, Apple's "Sending notification requests to APNs")
+// and `Priority` (R-SEND-10) are PushCore's types.
 
 /// One push to send, already planned and sealed by the worker. Payload bytes are final: the
 /// provider client sends them unchanged.

@@ -1,8 +1,8 @@
 import Foundation
 import PushCore
 
-/// The built-in test-mode provider (R-MODE-2): test notifications never reach a network
-/// provider; this answers by token, as SPEC lists, in the same `ProviderAnswer` shape the real
+/// The built-in test-mode provider (R-MODE-2): test notifications never reach a network provider; this
+/// answers by token, as docs/rules.md R-MODE-2 lists, in the same `ProviderAnswer` shape the real
 /// clients produce, so the worker's answer table and retry policy handle both alike.
 ///
 /// | token | answer |

@@ -1,8 +1,8 @@
 import Foundation
 import PushCore
 
-/// Turns one HTTP outcome from a Web Push service into a raw `ProviderAnswer` (RFC 8030 §5, §8;
-/// PROTOCOLS.md C.1), without judging it; `ProviderAnswerTable` (provider `.webpush`) does that.
+/// Turns one HTTP outcome from a Web Push service into a raw `ProviderAnswer` (RFC 8030 §5,
+/// §7.2, §7.3, §8.4; RFC 8292 §4), without judging it; `ProviderAnswerTable` (provider `.webpush`) does that.
 ///
 /// - 201 Created / 202 Accepted: `messageId` = the `Location` header (the message resource),
 ///   clipped to `messageIdLimit` characters; nil when absent.

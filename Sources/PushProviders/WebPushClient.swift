@@ -2,7 +2,7 @@ import Foundation
 import PushCore
 import PushCrypto
 
-/// Web Push client (RFC 8030 delivery, RFC 8292 VAPID; PROTOCOLS.md C): POSTs already-encrypted
+/// Web Push client (RFC 8030 delivery, RFC 8291 bodies, RFC 8292 VAPID): POSTs already-encrypted
 /// RFC 8291 `aes128gcm` bodies to subscription endpoints over HTTP/2, several push services at once.
 ///
 /// How a `ProviderRequest` is read for web devices:

@@ -20,8 +20,8 @@ public struct WebPushClientError: Error, Equatable, Sendable, CustomStringConver
     public var description: String { "\(code): \(message)" }
 }
 
-/// Makes and caches the `Authorization: vapid t=<JWT>, k=<key>` header (RFC 8292 §2-3, PROTOCOLS.md
-/// C.3). The JWT is ES256 (raw r||s) over header `{"typ":"JWT","alg":"ES256"}` and claims
+/// Makes and caches the `Authorization: vapid t=<JWT>, k=<key>` header (RFC 8292 §2-3).
+/// The JWT is ES256 (raw r||s) over header `{"typ":"JWT","alg":"ES256"}` and claims
 /// `{"aud":<origin>,"exp":<now + lifetime>,"sub":<subject>}`. One token per origin, kept in a
 /// `ProviderTokenCache` under `vapid:<public key>:<origin>:<subject>` and reused until `renewalMargin`
 /// seconds before its `exp`. The public key is derived from the private scalar (`VAPIDKeys`), so it

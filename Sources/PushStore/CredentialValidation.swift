@@ -33,7 +33,8 @@ public enum CredentialValidation {
     }
 
     /// Validates an APNs set: team id and key id are 10 letters or digits, the topic is a non-empty
-    /// bundle id without spaces, the `.p8` is a PKCS#8 PEM of a P-256 key (PROTOCOLS A.5).
+    /// bundle id without spaces, the `.p8` is a PKCS#8 PEM of a P-256 key (Apple's "Establishing a
+    /// token-based connection to APNs").
     /// - Returns: the config to store (`team_id`, `key_id`, `topic` and the overrides).
     /// - Throws: `VALIDATION_ERROR`.
     public static func apns(teamID: String, keyID: String, topic: String, p8PEM: [UInt8],
@@ -58,9 +59,9 @@ public enum CredentialValidation {
         return config
     }
 
-    /// Validates an FCM service-account key file (PROTOCOLS B.3): a JSON object whose `type` (when
-    /// present) is `service_account`, with non-empty `project_id`, `client_email` and an RSA
-    /// (≥ 2048-bit) `private_key`.
+    /// Validates an FCM service-account key file (Google's "Using OAuth 2.0 for Server to Server
+    /// Applications"): a JSON object whose `type` (when present) is `service_account`, with non-empty
+    /// `project_id`, `client_email` and an RSA (≥ 2048-bit) `private_key`.
     /// - Returns: the config to store (`project_id`, `client_email`, `private_key_id` if any, overrides).
     /// - Throws: `VALIDATION_ERROR`.
     public static func fcm(serviceAccountJSON: [UInt8], overrides: [String: String] = [:]) throws -> [String: String] {

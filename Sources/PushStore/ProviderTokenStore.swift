@@ -1,7 +1,7 @@
 import Foundation
 import PushCrypto
 
-/// One row of `push_provider_tokens`: a provider bearer token shared by the fleet (PROTOCOLS A.5),
+/// One row of `push_provider_tokens`: a provider bearer token shared by the fleet (Apple's "Establishing a token-based connection to APNs"),
 /// in clear in memory only.
 public struct StoredProviderToken: Sendable, Equatable {
     public var token: String

@@ -152,7 +152,8 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
     // MARK: - Mapping
 
     /// The provider request for one push: `apns-id` lower-case and stable across attempts, priority,
-    /// `apns-expiration`, collapse id, FCM/Web Push body as built (PROTOCOLS A.2, B.4).
+    /// `apns-expiration`, collapse id, FCM/Web Push body as built (Apple's "Sending notification
+    /// requests to APNs"; Firebase's "REST Resource: projects.messages").
     public static func request(_ p: OutboundPush, index: Int) -> ProviderRequest {
         ProviderRequest(deliveryId: Int64(index), deviceToken: p.token, apnsEnvironment: p.apnsEnvironment ?? .production,
                         payload: p.body, priority: p.priority, expirationUnixSeconds: p.apnsExpiration,

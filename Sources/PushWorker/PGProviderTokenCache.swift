@@ -3,7 +3,7 @@ import PushProviders
 import PushStore
 
 /// A `ProviderTokenCache` shared by every worker process through `push_provider_tokens`
-/// (PROTOCOLS A.5: one APNs JWT per signing key for the whole fleet). Each call is one transaction
+/// (one APNs JWT per signing key for the whole fleet: Apple's "Establishing a token-based connection to APNs"). Each call is one transaction
 /// holding `pg_advisory_xact_lock(hashtext(key))`: the first caller of a stale key mints while the
 /// others wait, then read what it stored. A token the provider rejected (`replaceToken`, after
 /// `ExpiredProviderToken`) is replaced at once by the first caller that still finds it stored; the

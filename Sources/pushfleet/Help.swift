@@ -18,7 +18,8 @@ enum Help {
       keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
       envelope open                  open an envelope with a device private key (test tooling)
 
-    Every command takes --json (machine output) and --help.
+    Every command takes --json (machine output) and --help. Rule ids (R-DEV-4, R-SEND-9, ...) are
+    defined in docs/rules.md.
     """
 
     static let worker = """

@@ -1,7 +1,7 @@
 import XCTest
 @testable import PushCore
 
-/// R-ENC-7 (seed 004): for an encrypted delivery the provider-visible JSON has only allowed keys and
+/// R-ENC-7: for an encrypted delivery the provider-visible JSON has only allowed keys and
 /// value types, and neither title, body nor any data value appears anywhere in its bytes.
 final class EncryptedPayloadAllowListTests: XCTestCase {
     private enum Kind { case string, number, object }

@@ -128,8 +128,8 @@ final class PayloadSizeRuleTests: XCTestCase {
         XCTAssertTrue((3000...4096).contains { !sizes.contains($0) })
     }
 
-    /// PROTOCOLS E.4: with the vector's aps block, APNs allows 2871 plaintext bytes and FCM 2952.
-    func testVectorBudgetsFromProtocolsE4() {
+    /// With the honkio vector's aps block, APNs allows 2871 plaintext bytes and FCM 2952.
+    func testVectorBudgetsAre2871BytesForAPNsAnd2952ForFCM() {
         let c = HonkioVector.content
         let fixed = APNsPayload.encryptedPrefix(content: c, placeholders: AppPlaceholders()).count + 1
         XCTAssertEqual(PayloadSizeRule.Shape.apnsEncrypted(fixed: fixed, kid: sampleKid).maxContentLength, 2871)

@@ -19,7 +19,7 @@ final class PayloadVectorTests: XCTestCase {
         XCTAssertEqual(apns, vector["apns_payload"] as? NSDictionary)
         let fcm = try foundationJSON(Array(Self.expectedFCMData.utf8)) as? NSDictionary
         XCTAssertEqual(fcm, vector["fcm_data"] as? NSDictionary)
-        // E.4: the compact APNs payload of the vector is 384 bytes.
+        // The compact APNs payload of the vector is 384 bytes.
         XCTAssertEqual(Self.expectedAPNs.utf8.count, 384)
     }
 
@@ -54,7 +54,7 @@ final class PayloadVectorTests: XCTestCase {
         XCTAssertEqual(message.dataJSON.text, Self.expectedFCMData)
         let hk = try XCTUnwrap((vector["fcm_data"] as? [String: Any])?["hk"] as? String)
         XCTAssertEqual(message.data, [FCMMessage.DataEntry("hk", hk)])
-        // E.4: "hk" + the envelope string = 276 bytes under the R-SEND-7 measure.
+        // "hk" + the envelope string = 276 bytes under the R-SEND-7 measure.
         XCTAssertEqual(message.ruleSize, 276)
     }
 

@@ -2,7 +2,8 @@ import Foundation
 import XCTest
 @testable import PushCore
 
-/// R-PRV-1..3, R-DEV-8, R-MODE-2, PROTOCOLS A.6/B.5/C.1: every row of the answer table.
+/// R-PRV-1..3, R-DEV-8, R-MODE-2 (Apple's "Handling notification responses from APNs", Firebase's
+/// "ErrorCode", RFC 8030): every row of the answer table.
 final class ProviderAnswerTableTests: XCTestCase {
     private enum Want: Equatable {
         case sent, unregistered, invalidToken, appMismatch, credentials, tooLarge, transient, deferral, providerError
@@ -27,7 +28,8 @@ final class ProviderAnswerTableTests: XCTestCase {
         ProviderAnswer(transport: .response, httpStatus: status, reason: reason, retryAfterSeconds: retryAfter)
     }
 
-    /// APNs reasons with their statuses (PROTOCOLS A.6) and the expected meaning.
+    /// APNs reasons with their statuses (Apple's "Handling notification responses from APNs") and the
+    /// expected meaning.
     private let apnsRows: [(String, Int, Want)] = [
         ("Unregistered", 410, .unregistered), ("ExpiredToken", 410, .unregistered),
         ("BadDeviceToken", 400, .invalidToken), ("DeviceTokenNotForTopic", 400, .appMismatch),

@@ -2,24 +2,13 @@ import Foundation
 import XCTest
 import PushCore
 import PushCrypto
+import PushTestSupport
 
-/// The honkio v2 vector (`shared/vectors/honkio_push_v2.json`), decoded with Foundation so the
-/// expectations do not depend on PushCore's own JSON code. Found by walking up from this file:
-/// `<repo>/../shared/vectors` in the main checkout, further up from a worktree.
+/// The honkio v2 vector (`Tests/Vectors/honkio_push_v2.json`, read by `TestVectors`), decoded with
+/// Foundation so the expectations do not depend on PushCore's own JSON code.
 enum HonkioVector {
-    static func url() throws -> URL {
-        var dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        for _ in 0..<8 {
-            let candidate = dir.appendingPathComponent("shared/vectors/honkio_push_v2.json")
-            if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        throw VectorMissing(path: #filePath)
-    }
-
     static func load() throws -> [String: Any] {
-        let data = try Data(contentsOf: try url())
-        return try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        try XCTUnwrap(try TestVectors.jsonObject(.honkioPushV2) as? [String: Any])
     }
 
     /// The vector's envelope as PushCore's value type.
@@ -36,12 +25,6 @@ enum HonkioVector {
         title: "Your code", body: "123456",
         data: JSONObject([JSONObject.Member("order", .string("42"))]),
         badge: 1, sound: "default")
-}
-
-/// Thrown (a failure, never a skip) when the vector file cannot be found.
-struct VectorMissing: Error, CustomStringConvertible {
-    let path: String
-    var description: String { "shared/vectors/honkio_push_v2.json not found above \(path)" }
 }
 
 /// A fake envelope with the right lengths for a plaintext of `plaintextLength` bytes.

@@ -1,8 +1,8 @@
 import XCTest
 import PushCrypto
 
-/// Sealing cost against the arithmetic floor (NOTES.md: about 85 us per seal of CPU on the
-/// reference machine). Runs only with `PUSH_BENCH=1`; the target is a ratio of at most 1.5.
+/// Sealing cost against the arithmetic floor (56 to 70 us of CPU on the 2-core machine of
+/// docs/bench.md). Runs only with `PUSH_BENCH=1`; the target is a ratio of at most 1.5.
 final class CryptoBenchmarkTests: XCTestCase {
     func testEnvelopeSealCostsAtMostOneAndAHalfTimesTheECFloor() throws {
         try XCTSkipUnless(ProcessInfo.processInfo.environment["PUSH_BENCH"] == "1", "set PUSH_BENCH=1 to run")

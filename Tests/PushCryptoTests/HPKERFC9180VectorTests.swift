@@ -1,12 +1,14 @@
 import XCTest
 @testable import PushCrypto
+import PushTestSupport
 
-/// RFC 9180 Appendix A official vector for mode 0, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256,
-/// AES-128-GCM (PROTOCOLS.md D.3). Suites for other KEMs/KDFs/AEADs are not in the file and not
-/// supported (only kem 0x0010 / kdf 0x0001 / aead 0x0001 are implemented).
+/// RFC 9180 Appendix A.3 official vector for mode 0, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256,
+/// AES-128-GCM (the file and its source: Tests/Vectors/README.md). Suites for other
+/// KEMs/KDFs/AEADs are not in the file and not supported (only kem 0x0010 / kdf 0x0001 / aead 0x0001
+/// are implemented).
 final class HPKERFC9180VectorTests: XCTestCase {
     private func loadVector() throws -> HPKETestVector {
-        let entries = try VectorFiles.decode([HPKETestVector].self, from: "hpke_rfc9180_p256_sha256_aes128gcm.json")
+        let entries = try TestVectors.decode([HPKETestVector].self, from: .hpkeRFC9180P256)
         XCTAssertEqual(entries.count, 1)
         let vector = try XCTUnwrap(entries.first)
         XCTAssertEqual(vector.mode, 0)

@@ -1,10 +1,11 @@
 import XCTest
 @testable import PushCrypto
+import PushTestSupport
 
-/// The honkio envelope v2 seed vector (R-ENC-1, R-ENC-2, R-DEV-3; PROTOCOLS.md E.2/E.3).
+/// The honkio envelope v2 vector (`Tests/Vectors/honkio_push_v2.json`; R-ENC-1, R-ENC-2, R-DEV-3).
 final class HonkioEnvelopeVectorTests: XCTestCase {
     private func loadVector() throws -> HonkioPushVector {
-        let vector = try VectorFiles.decode(HonkioPushVector.self, from: "honkio_push_v2.json")
+        let vector = try TestVectors.decode(HonkioPushVector.self, from: .honkioPushV2)
         XCTAssertEqual(vector.suite.mode, "base")
         XCTAssertEqual(vector.suite.kem_id, Int(HPKE.kemID))
         XCTAssertEqual(vector.suite.kdf_id, Int(HPKE.kdfID))
@@ -66,7 +67,7 @@ final class HonkioEnvelopeVectorTests: XCTestCase {
         XCTAssertEqual(try P256PublicKey(validatedStoredBytes: key.raw).kid, key.kid)
     }
 
-    func testIntermediateValuesMatchProtocolsE3() throws {
+    func testKeyScheduleIntermediateValuesOfTheHonkioVector() throws {
         let vector = try loadVector()
         let ephemeral = try P256PrivateKey(rawScalar: base64URLBytes(vector.ephemeral.private_key))
         let recipient = try P256PublicKey(base64URL: vector.recipient.public_key)

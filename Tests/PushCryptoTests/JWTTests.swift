@@ -1,7 +1,8 @@
 import XCTest
 @testable import PushCrypto
 
-/// JWT signing for providers: APNs ES256 (PROTOCOLS.md A.5, D.4) and Google RS256 (B.3).
+/// JWT signing for providers: APNs ES256 (Apple's "Establishing a token-based connection to APNs"; RFC
+/// 7518 §3.4) and Google RS256 (Google's "Using OAuth 2.0 for Server to Server Applications").
 final class JWTTests: XCTestCase {
     private let apnsHeader = #"{"alg":"ES256","kid":"ABC123DEFG"}"#
     private let apnsClaims = #"{"iss":"DEF123GHIJ","iat":1700000000}"#
@@ -24,7 +25,7 @@ final class JWTTests: XCTestCase {
         for i in 0..<64 {
             let token = try signer.sign(header: apnsHeader, claims: #"{"iss":"T","iat":\#(i)}"#)
             let signature = try XCTUnwrap(Base64URL.decode(String(token.split(separator: ".")[2])))
-            XCTAssertEqual(signature.count, 64, "A.5: ES256 JOSE signature is r||s, 64 bytes")
+            XCTAssertEqual(signature.count, 64, "RFC 7518 §3.4: ES256 JOSE signature is r||s, 64 bytes")
             XCTAssertTrue(signer.verify(token), "signature \(i) must verify")
         }
     }
@@ -38,7 +39,7 @@ final class JWTTests: XCTestCase {
         XCTAssertEqual(der.first, 0x30)
         XCTAssertEqual(try JWTSigner.rawFromDER(der), raw, "DER <-> raw round trip")
         let derToken = parts[0] + "." + parts[1] + "." + Base64URL.encode(der)
-        XCTAssertFalse(signer.verify(derToken), "D.4: APNs refuses DER signatures; so do we")
+        XCTAssertFalse(signer.verify(derToken), "RFC 7518 §3.4: APNs refuses DER signatures; so do we")
     }
 
     func testES256VerifyRejectsTamperedClaims() throws {

@@ -2,7 +2,7 @@ import XCTest
 @testable import PushCrypto
 
 /// RFC 8188 `aes128gcm` content coding, against the RFC 8188 §3.1 and §3.2 examples
-/// (PROTOCOLS.md §C.4, with the 53-byte correction of §3.1's stated 54).
+/// (§3.1's text says 54 octets; its bytes are 53).
 final class WebPushContentCodingTests: XCTestCase {
     private func b64(_ s: String) throws -> [UInt8] { try XCTUnwrap(Base64URL.decode(s), "bad base64url in test data") }
 
@@ -24,7 +24,7 @@ final class WebPushContentCodingTests: XCTestCase {
 
     func testRFC8188Section31DecryptsToTheWalrus() throws {
         let body = try body31()
-        XCTAssertEqual(body.count, 53, "PROTOCOLS.md §F.2: the RFC says 54 octets, the bytes are 53")
+        XCTAssertEqual(body.count, 53, "RFC 8188 §3.1 says 54 octets, the bytes are 53")
         XCTAssertEqual(try WebPushContentCoding.decrypt(body: body, ikm: ikm31()), walrus)
     }
 

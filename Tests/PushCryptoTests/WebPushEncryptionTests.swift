@@ -2,7 +2,7 @@ import XCTest
 @testable import PushCrypto
 
 /// RFC 8291 Web Push encryption, checked byte for byte against the RFC 8291 §5 / Appendix A
-/// example (values in PROTOCOLS.md §C.4), plus R-SEND-7's size rule and malformed inputs.
+/// example, plus R-SEND-7's size rule and malformed inputs.
 final class WebPushEncryptionTests: XCTestCase {
     private func b64(_ s: String, file: StaticString = #filePath, line: UInt = #line) throws -> [UInt8] {
         try XCTUnwrap(Base64URL.decode(s), "bad base64url in test data", file: file, line: line)
@@ -29,7 +29,7 @@ final class WebPushEncryptionTests: XCTestCase {
                                                  recordSize: 4096, padding: 0, salt: salt(),
                                                  ephemeralPrivateKey: asPrivate())
         XCTAssertEqual(body, try exampleBody())
-        // PROTOCOLS.md §F.2: the RFC's Content-Length says 145; the body is 144 bytes.
+        // RFC 8291 §5's example request says Content-Length 145; its body is 144 bytes.
         XCTAssertEqual(body.count, 144)
         XCTAssertEqual(Base64URL.encode(body.prefix(86)),
                        "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A8")

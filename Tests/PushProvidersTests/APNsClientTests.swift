@@ -14,7 +14,8 @@ final class ManualClock: ProviderClock, @unchecked Sendable {
     func advance(_ seconds: Int64) { lock.lock(); now += seconds; lock.unlock() }
 }
 
-/// APNs client against `scripts/fakes/fake_apns.py` over real HTTP/2 + TLS (PROTOCOLS.md A).
+/// APNs client against `scripts/fakes/fake_apns.py` over real HTTP/2 + TLS (Apple's "Sending
+/// notification requests to APNs", Apple's "Handling notification responses from APNs").
 final class APNsClientTests: XCTestCase {
     static let team = "TEAM123456", key = "KEY1234567", topic = "com.example.honkio"
     private let servers = StartedFakes()
@@ -62,16 +63,16 @@ final class APNsClientTests: XCTestCase {
         for (request, answer) in zip(batch, answers) {
             XCTAssertEqual(answer.transport, .response)
             XCTAssertEqual(answer.httpStatus, 200)
-            XCTAssertEqual(answer.messageId, request.apnsId, "A.6: apns-id echoed on 200")
+            XCTAssertEqual(answer.messageId, request.apnsId, "apns-id echoed on 200")
         }
         let second = apns.send((0..<20).map { push("ab\($0)") })
         XCTAssertEqual(second.filter { $0.httpStatus == 200 }.count, 20)
         let pushes = fake.log("push")
         XCTAssertEqual(pushes.count, 220, "the fake saw every push exactly once")
-        XCTAssertEqual(Set(pushes.compactMap { $0["jwt_sig"] as? String }).count, 1, "A.5: one JWT reused")
+        XCTAssertEqual(Set(pushes.compactMap { $0["jwt_sig"] as? String }).count, 1, "token auth: one JWT reused")
         XCTAssertEqual(Set(batch.map(\.apnsId)).subtracting(pushes.compactMap { $0["apns_id"] as? String }), [])
-        XCTAssertEqual(fake.log("connection").count, 1, "A.7: one connection, reused across batches")
-        XCTAssertEqual(fake.log("refused").count, 0, "A.5: one request first on the new connection, then the fan-out")
+        XCTAssertEqual(fake.log("connection").count, 1, "one connection, reused across batches")
+        XCTAssertEqual(fake.log("refused").count, 0, "one request first on the new connection, then the fan-out")
         XCTAssertEqual(apns.http.connectionsOpened, 1)
     }
 
@@ -99,8 +100,8 @@ final class APNsClientTests: XCTestCase {
         let apns = try client(production: prod, sandbox: sandbox)
         let answers = apns.send([push("p1"), push("s1", .sandbox), push("p2"), push("s2", .sandbox)])
         XCTAssertEqual(answers.map(\.httpStatus), [200, 200, 200, 200])
-        XCTAssertEqual(Set(prod.log("push").compactMap { $0["token"] as? String }), ["p1", "p2"], "A.1")
-        XCTAssertEqual(Set(sandbox.log("push").compactMap { $0["token"] as? String }), ["s1", "s2"], "A.1")
+        XCTAssertEqual(Set(prod.log("push").compactMap { $0["token"] as? String }), ["p1", "p2"], "production host")
+        XCTAssertEqual(Set(sandbox.log("push").compactMap { $0["token"] as? String }), ["s1", "s2"], "sandbox host")
     }
 
     func testEveryScenarioMapsToItsRawProviderAnswer() throws {
@@ -142,7 +143,7 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(apns.send([push("warm")]).first?.httpStatus, 200)
         for token in ["goaway-1", "drop-1"] {
             let answer = try XCTUnwrap(apns.send([push(token)]).first)
-            XCTAssertEqual(answer.transport, .connectionError, "\(token): A.6 transport failure, retryable")
+            XCTAssertEqual(answer.transport, .connectionError, "\(token): transport failure, retryable")
             XCTAssertNil(answer.httpStatus)
             XCTAssertEqual(apns.send([push("after-\(token)")]).first?.httpStatus, 200, "new connection after \(token)")
         }
@@ -182,7 +183,7 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(iats, [start, start, start + 2700], "reused, then refreshed at 45 min")
     }
 
-    /// A.5: voluntary refreshes never come sooner than 20 minutes, whatever `tokenRefreshSeconds` says.
+    /// Apple's "Establishing a token-based connection to APNs": voluntary refreshes never come sooner than 20 minutes, whatever `tokenRefreshSeconds` says.
     func testVoluntaryRefreshKeepsTheTwentyMinuteFloor() throws {
         let fake = try startFake()
         let start = Int64(Date().timeIntervalSince1970) - 1300

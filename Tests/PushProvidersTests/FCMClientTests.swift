@@ -4,7 +4,8 @@ import PushCore
 import PushTestSupport
 import XCTest
 
-/// FCM v1 client against `scripts/fakes/fake_fcm.py` over real HTTP/2 + TLS (PROTOCOLS.md B).
+/// FCM v1 client against `scripts/fakes/fake_fcm.py` over real HTTP/2 + TLS (Firebase's "REST Resource:
+/// projects.messages").
 final class FCMClientTests: XCTestCase {
     static let project = "demo-project", email = "pushfleet@demo-project.iam.gserviceaccount.com"
     private let servers = StartedFakes()
@@ -45,7 +46,7 @@ final class FCMClientTests: XCTestCase {
         let answers = fcm.send(batch) + fcm.send([push("tok-late")])
         XCTAssertEqual(answers.filter { $0.httpStatus == 200 }.count, 41)
         XCTAssertTrue(answers.allSatisfy { $0.messageId?.hasPrefix("projects/\(Self.project)/messages/") ?? false })
-        XCTAssertEqual(fake.log("oauth").count, 1, "B.3: access token cached")
+        XCTAssertEqual(fake.log("oauth").count, 1, "OAuth2: access token cached")
         let logged = fake.log("push")
         XCTAssertEqual(logged.count, 41)
         XCTAssertEqual(logged.first { $0["token"] as? String == "tok0" }?["body"] as? String,
@@ -74,7 +75,7 @@ final class FCMClientTests: XCTestCase {
         XCTAssertEqual(a[7].httpStatus, 502)
         XCTAssertNil(a[7].reason, "HTML: status only")
         XCTAssertTrue(a[7].rawDetail?.hasPrefix("unparseable body") ?? false)
-        XCTAssertEqual(a[8].reason, "INVALID_ARGUMENT", "B.2: data values must be strings")
+        XCTAssertEqual(a[8].reason, "INVALID_ARGUMENT", "projects.messages: data values must be strings")
         XCTAssertFalse(a[8].namesToken, "a data violation does not blame the token")
         XCTAssertEqual(fake.log("push").count, 0)
     }
@@ -83,7 +84,7 @@ final class FCMClientTests: XCTestCase {
         let fake = try startFake()
         let fcm = try client(fake)
         let answers = fcm.send([push("revoke-1"), push("plain-1")])
-        XCTAssertEqual(answers.map(\.httpStatus), [200, 200], "B.3: refresh once on 401 and retry")
+        XCTAssertEqual(answers.map(\.httpStatus), [200, 200], "OAuth2: refresh once on 401 and retry")
         XCTAssertEqual(fake.log("oauth").count, 2)
         XCTAssertEqual(fcm.send([push("plain-2")]).first?.httpStatus, 200)
         XCTAssertEqual(fake.log("oauth").count, 2, "the fresh token is kept")
@@ -147,7 +148,7 @@ final class FCMClientTests: XCTestCase {
         XCTAssertEqual(answers[1].httpStatus, 200)
     }
 
-    func testAssertionCarriesTheB3Claims() throws {
+    func testAssertionCarriesTheServiceAccountGrantClaims() throws {
         let fake = try startFake()
         let fcm = try client(fake)
         let jwt = try fcm.assertion(now: 1_700_000_000)

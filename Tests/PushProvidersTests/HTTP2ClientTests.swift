@@ -4,8 +4,9 @@ import PushProviders
 import PushTestSupport
 import XCTest
 
-/// The libcurl multi wrapper on its own (PROTOCOLS.md A.7), against the fake APNs answering 403
-/// `MissingProviderToken` to unauthenticated requests (any full response will do here).
+/// The libcurl multi wrapper on its own (Apple's "Sending notification requests to APNs"), against the
+/// fake APNs answering 403 `MissingProviderToken` to unauthenticated requests (any full response will
+/// do here).
 final class HTTP2ClientTests: XCTestCase {
     private let servers = StartedFakes()
 
@@ -32,7 +33,7 @@ final class HTTP2ClientTests: XCTestCase {
         let http = try client()
         let outcome = try XCTUnwrap(http.perform([request(fake, 1)]).first)
         guard case .response(let response) = outcome else { return XCTFail("expected a response, got \(outcome)") }
-        XCTAssertEqual(response.httpVersion, 2, "A.1: HTTP/2 only")
+        XCTAssertEqual(response.httpVersion, 2, "APNs: HTTP/2 only")
         XCTAssertEqual(response.status, 403)
         XCTAssertEqual(response.headers["content-type"], "application/json")
         XCTAssertEqual(String(decoding: response.body, as: UTF8.self), #"{"reason":"MissingProviderToken"}"#)
@@ -50,7 +51,7 @@ final class HTTP2ClientTests: XCTestCase {
     }
 
     func testSingleStreamNewConnectionIsWarmedUpWithoutRefusedStreams() throws {
-        // Like APNs before a valid token (A.5): one stream allowed; these requests carry no token.
+        // Like APNs before a valid token: one stream allowed; these requests carry no token.
         let fake = try startFake(["--initial-streams", "1"])
         let http = try client()
         let outcomes = http.perform((0..<12).map { request(fake, $0) })

@@ -3,7 +3,7 @@ import PushCore
 import PushProviders
 import XCTest
 
-/// Token cache rules (PROTOCOLS.md A.5, B.3) without a network.
+/// Token cache rules (APNs token auth, Google OAuth2) without a network.
 final class ProviderTokenCacheTests: XCTestCase {
     private func minter(_ counter: Counter, lifetime: Int64 = 2700) -> (Int64) throws -> ProviderToken {
         { now in
@@ -43,7 +43,8 @@ final class ProviderTokenCacheTests: XCTestCase {
     }
 }
 
-/// Answer parsing on synthetic outcomes (PROTOCOLS.md A.6, B.5).
+/// Answer parsing on synthetic outcomes (Apple's "Handling notification responses from APNs",
+/// Firebase's "ErrorCode").
 final class ProviderAnswerParserTests: XCTestCase {
     func testAPNsTransportFailuresKeepCurlTextShort() {
         let long = String(repeating: "x", count: 1000)

@@ -3,7 +3,7 @@ import PushCore
 import PushProviders
 import XCTest
 
-/// Raw Web Push answers (RFC 8030 §5, §8; PROTOCOLS.md C.1) shaped for the answer table.
+/// Raw Web Push answers (RFC 8030 §5, §7, §8.4; RFC 8292 §4) shaped for the answer table.
 final class WebPushAnswerParserTests: XCTestCase {
     private func response(_ status: Int, headers: [String: String] = [:], body: String = "",
                           truncated: Bool = false) -> HTTPOutcome {

@@ -6,7 +6,7 @@ import PushTestSupport
 import XCTest
 
 /// Web Push client against `scripts/fakes/fake_webpush.py` over real HTTP/2 + TLS on 127.0.0.1
-/// (RFC 8030, RFC 8291, RFC 8292; PROTOCOLS.md C). The fake checks VAPID and headers and decrypts
+/// (RFC 8030, RFC 8291, RFC 8292). The fake checks VAPID and headers and decrypts
 /// every body with the subscription's private key.
 final class WebPushClientTests: XCTestCase {
     private let fakes = StartedFakes()
@@ -25,7 +25,7 @@ final class WebPushClientTests: XCTestCase {
 
     // MARK: - Answers
 
-    /// PROTOCOLS C.1 / ProviderAnswerTable webpush rows: every scenario in one concurrent batch,
+    /// RFC 8030 / ProviderAnswerTable webpush rows: every scenario in one concurrent batch,
     /// answers in request order, each mapped to its table outcome.
     func testEveryPushServiceAnswerMapsToItsTableOutcome() throws {
         let keys = try VAPIDKeys.generate()
@@ -60,7 +60,7 @@ final class WebPushClientTests: XCTestCase {
         XCTAssertEqual(answers[5].httpStatus, 503)
         XCTAssertEqual(table(answers[5]), .transient)
 
-        // Bad VAPID: the subscription was created with another applicationServerKey (C.3) → 403.
+        // Bad VAPID: the subscription was created with another applicationServerKey (RFC 8292 §4) → 403.
         // Issue 7: a VAPID refusal marks the app's VAPID credentials invalid and never touches the
         // device, whether or not the credentials were verified before.
         let mismatch = answers[6]
@@ -151,7 +151,7 @@ final class WebPushClientTests: XCTestCase {
 
     // MARK: - VAPID
 
-    /// RFC 8292 / PROTOCOLS C.3: claims as the service saw them, and one token per origin reused for
+    /// RFC 8292 §2: claims as the service saw them, and one token per origin reused for
     /// 20 sends spread over 9.5 hours, replaced once fewer than 60 minutes remain before `exp`.
     func testVapidTokenIsReusedAcrossTwentySendsToOneOrigin() throws {
         let keys = try VAPIDKeys.generate()

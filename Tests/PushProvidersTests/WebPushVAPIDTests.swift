@@ -5,7 +5,7 @@ import PushProviders
 import PushTestSupport
 import XCTest
 
-/// VAPID keys and tokens (RFC 8292, PROTOCOLS.md C.3) without a network.
+/// VAPID keys and tokens (RFC 8292) without a network.
 final class WebPushVAPIDTests: XCTestCase {
     /// RFC 8292 §3.2: `k` / `applicationServerKey` is the 65-byte uncompressed point, base64url.
     func testPublicKeyIsTheUncompressedPointInBase64URL() throws {
@@ -106,7 +106,7 @@ final class WebPushVAPIDTests: XCTestCase {
         XCTAssertEqual(try aAgain.token(origin: origin, now: t0 + 5).value, tokenA, "the same key and subject share it")
     }
 
-    /// RFC 8292 §2.1 / PROTOCOLS C.3: `sub` must be a mailto: or https: URI; lifetime ≤ 24 h.
+    /// RFC 8292 §2, §2.1: `sub` must be a mailto: or https: URI; lifetime ≤ 24 h.
     func testSubjectAndLifetimeAreChecked() throws {
         let keys = try VAPIDKeys.generate()
         for bad in ["", "ops@example.com", "http://example.com", "mailto:", "mailto:a b@example.com", "mailto:\"x\"@example.com",
@@ -127,7 +127,7 @@ final class WebPushVAPIDTests: XCTestCase {
         }
     }
 
-    /// The request a push becomes: headers in order, body unchanged, URL = endpoint (PROTOCOLS C.1).
+    /// The request a push becomes: headers in order, body unchanged, URL = endpoint (RFC 8030 §5).
     func testPreparedRequestCarriesTheRFC8030Headers() throws {
         let keys = try VAPIDKeys.generate()
         let clock = ManualClock(1_700_000_000)

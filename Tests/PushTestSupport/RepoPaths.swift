@@ -14,25 +14,6 @@ public enum RepoPaths {
     /// `fake_webpush.py`) and `mkcerts.py`.
     public static let fakesDirectory: String = root.appendingPathComponent("scripts/fakes").path
 
-    /// The shared test vectors folder (`shared/vectors`), found by walking up from the repository
-    /// root (at most 8 levels): `<repo>/../shared/vectors` in the main checkout, further up from a
-    /// worktree. `PUSH_VECTORS_DIR` overrides the search.
-    /// - Throws: `FakeProcessError` (code `vectors_missing`) when no such folder exists.
-    public static func sharedVectorsDirectory(
-        environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
-        if let dir = environment["PUSH_VECTORS_DIR"], !dir.isEmpty { return dir }
-        var dir = root
-        for _ in 0..<8 {
-            let candidate = dir.appendingPathComponent("shared/vectors")
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), isDirectory.boolValue {
-                return candidate.path
-            }
-            dir = dir.deletingLastPathComponent()
-        }
-        throw FakeProcessError(code: "vectors_missing", "no shared/vectors folder above \(root.path)")
-    }
-
     /// The Python that runs the fakes (it needs `h2` and `cryptography`), as an argv prefix:
     /// `PUSHFLEET_FAKES_PYTHON` when set (the override), else the repository's `.venv/bin/python`
     /// (made by `scripts/setup`) when it exists, else `python3` from `PATH`.

@@ -7,7 +7,8 @@ import PushTestSupport
 @testable import PushWorker
 
 /// The worker with `LiveRouter` against the fake APNs, one test per row of the answer table
-/// (PROTOCOLS A.6, `ProviderAnswerTable`), with device, credential, event and ledger effects.
+/// (`ProviderAnswerTable`; Apple's "Handling notification responses from APNs"), with device,
+/// credential, event and ledger effects.
 final class LiveAPNsTests: LiveTestCase {
     func testAccepted200RecordsApnsIDAndVerifiesCredentialsR_APP_3() throws {
         try setAPNs()
@@ -212,7 +213,7 @@ final class LiveAPNsTests: LiveTestCase {
         XCTAssertEqual(Set(pushes(fakes.sandbox).compactMap { $0["token"] as? String }), expected[.sandbox])
     }
 
-    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT_A5() throws {
+    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT() throws {
         try setAPNs()
         for i in 0..<4 { _ = try device("ok", user: "u\(i)", n: i) }
         try drainSend(users: ["u0", "u1"])

@@ -5,7 +5,7 @@ import PushCore
 @testable import PushWorker
 
 /// The worker with `LiveRouter` against the fake FCM (OAuth2 + `messages:send`), one test per answer
-/// row of PROTOCOLS B.5 / `ProviderAnswerTable`.
+/// row of `ProviderAnswerTable` for FCM (Firebase's "ErrorCode").
 final class LiveFCMTests: LiveTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

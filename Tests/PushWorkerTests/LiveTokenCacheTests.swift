@@ -6,7 +6,7 @@ import PushProviders
 @testable import PushStore
 @testable import PushWorker
 
-/// `PGProviderTokenCache`: one APNs JWT per key for the whole fleet (PROTOCOLS A.5), replaced at
+/// `PGProviderTokenCache`: one APNs JWT per key for the whole fleet (Apple's "Establishing a token-based connection to APNs"), replaced at
 /// once when the provider rejects it, stored sealed (issue 11).
 final class LiveTokenCacheTests: XCTestCase {
     var database: PGTestDatabase!

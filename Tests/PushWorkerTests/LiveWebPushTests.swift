@@ -6,7 +6,7 @@ import PushCrypto
 @testable import PushWorker
 
 /// The worker with `LiveRouter` delivering Web Push (issue 7) to `fake_webpush.py`, one test per
-/// answer of the Web Push rows of `ProviderAnswerTable` (RFC 8030 §5, §8; PROTOCOLS C.1), with the
+/// answer of the Web Push rows of `ProviderAnswerTable` (RFC 8030 §5, §7, §8.4; RFC 8292 §4), with the
 /// device, credential, event and ledger (R-SEND-9) effects of each.
 final class LiveWebPushTests: LiveWebPushTestCase {
     func testCreated201IsSentWithLocationVerifiesVAPIDAndFakeDecryptsExactPlaintextR_ENC_3_R_SEND_11() throws {

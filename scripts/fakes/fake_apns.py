@@ -1,4 +1,5 @@
-"""Fake APNs provider API (tests only): HTTP/2 over TLS on 127.0.0.1, PROTOCOLS.md section A.
+"""Fake APNs provider API (tests only): HTTP/2 over TLS on 127.0.0.1, as Apple's
+"Sending notification requests to APNs" and "Handling notification responses from APNs" describe it.
 
 Checks what APNs checks for token auth: `authorization: bearer <JWT>` signed ES256 (raw 64-byte r||s,
 a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-id, `iat` not older than
@@ -6,7 +7,7 @@ a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-
 `apns-priority` in 10/5/1; numeric `apns-expiration`; `apns-collapse-id` <= 64 bytes; lower-case UUID
 `apns-id`; body 1..4096 bytes (413 PayloadTooLarge above).
 With --initial-streams 1 a new connection allows one stream until a request with a valid token has
-been seen, then --max-streams (A.5); streams beyond the advertised limit get RST_STREAM REFUSED_STREAM.
+been seen, then --max-streams (as APNs does with token auth); streams beyond the advertised limit get RST_STREAM REFUSED_STREAM.
 
 Scenario by device-token prefix (the token in /3/device/<token>):
   unregistered -> 410 Unregistered + timestamp 1700000000000   baddevice   -> 400 BadDeviceToken
@@ -125,7 +126,7 @@ class FakeAPNs:
             if why == "ExpiredProviderToken":
                 await self.expired_barrier(req.conn_id)
             return error
-        req.protocol.raise_stream_limit()  # A.5: more streams once a valid token was seen
+        req.protocol.raise_stream_limit()  # more streams once a valid token was seen
         h = req.headers
         topic = h.get("apns-topic")
         if not topic:

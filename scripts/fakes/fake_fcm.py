@@ -1,4 +1,5 @@
-"""Fake FCM HTTP v1 + Google OAuth2 token endpoint (tests only): HTTP/2 over TLS, PROTOCOLS.md section B.
+"""Fake FCM HTTP v1 + Google OAuth2 token endpoint (tests only): HTTP/2 over TLS, as
+Firebase's "REST Resource: projects.messages" and Google's OAuth2 service-account flow describe them.
 
 POST /token  (form: grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer, assertion=<JWT>)
   verifies the RS256 assertion with --sa-public-key: iss = --client-email, scope contains

@@ -24,7 +24,7 @@ U = codec.unb64u
 
 
 class CodecVectors(unittest.TestCase):
-    """PROTOCOLS.md §C.4 examples, recomputed by the Python codec."""
+    """RFC 8291 §5 / Appendix A, RFC 8188 §3 and RFC 8292 §2.4 examples, recomputed by the Python codec."""
 
     def test_rfc8291_example_body_reproduced(self):
         body = codec.encrypt(b"When I grow up, I want to be a watermelon",
