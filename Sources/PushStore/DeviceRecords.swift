@@ -10,6 +10,14 @@ public struct RegistrationResult: Sendable, Equatable, Codable {
     public var reactivated: Bool
     /// Devices of the same user deactivated with DEVICE_LIMIT (R-DEV-5).
     public var evicted: [UUID]
+
+    /// Makes a value (the registry's decoder and test doubles).
+    public init(deviceID: UUID, created: Bool, reactivated: Bool, evicted: [UUID]) {
+        self.deviceID = deviceID
+        self.created = created
+        self.reactivated = reactivated
+        self.evicted = evicted
+    }
 }
 
 /// A device as the API shows it: never its key, only `encryption_key_id` (R-DEV-3).

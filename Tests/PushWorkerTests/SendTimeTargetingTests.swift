@@ -7,7 +7,7 @@ import PushWorker
 /// R-SEND-1 at send time: a batch's devices are re-checked when the batch runs (device deleted,
 /// deactivated, or moved to a user outside the audience), and the check costs a primary-key probe
 /// per device, not a scan of the audience or of the delivery and ledger tables.
-final class SendTimeTargetingTests: WorkerTestCase {
+final class SendTimeTargetingTests: PGWorkerTestCase {
     /// A notification to `users` users (one device each), started into batch jobs of `batchSize`
     /// by a claim of its own; returns the notification and the device of each user.
     private func startedBroadcast(_ app: UUID, users: Int, batchSize: Int) throws -> (UUID, [String: UUID]) {

@@ -1,0 +1,99 @@
+import Foundation
+import PushCore
+import PushStore
+import PushWorker
+
+/// What a worker test sets up and reads back, whatever holds the queue: `MemoryWorld` (the
+/// in-memory store, no database) or `PGWorld` (a fresh migrated PostgreSQL database). Setup goes
+/// through each world's own API side (push_enqueue / the registry on PostgreSQL); the worker under
+/// test only ever sees `sessions`.
+protocol TestWorld: AnyObject {
+    /// Sessions for a worker under test.
+    var sessions: QueueSessions { get }
+    /// A new session (the one `drain` runs the worker on).
+    func session() throws -> QueueStore
+
+    // MARK: Setup (the API side)
+
+    func createApp(requireEncryption: Bool, name: String) throws -> UUID
+    func updateApp(_ app: UUID, requireEncryption: Bool) throws
+    func deleteApp(_ app: UUID) throws
+    func register(_ app: UUID, _ r: DeviceRegistration, appLimit: Int64?) throws -> UUID
+    func enqueue(_ q: EnqueueRequest) throws -> (id: UUID, created: Bool)
+
+    // MARK: Reading back
+
+    func deliveries(_ n: UUID) throws -> [UUID: DeliveryRowT]
+    /// (charges, refunds) per device for notification `n`.
+    func ledger(_ n: UUID) throws -> [UUID: (charges: Int, refunds: Int)]
+    func notification(_ n: UUID) throws -> NotificationStateT
+    /// The `reason` of the events of `type` naming `device`.
+    func events(type: String, device: UUID) throws -> [String]
+    func device(_ id: UUID) throws -> (active: Bool, reason: String?)
+    /// Every job, oldest first.
+    func jobs() throws -> [JobRowT]
+    /// Notifications not yet final.
+    func openNotifications() throws -> Int
+    /// The SMS outbox: (phone, text) per notification.
+    func smsOutbox() throws -> [UUID: (phone: String, text: String)]
+
+    // MARK: Hand edits and faults (what a bug, an operator or a failure would do)
+
+    /// Another party takes the running jobs of `notification` over: new lease token, owner `other`,
+    /// lease expiring in `expiresIn` seconds (kept when nil).
+    func stealLease(notification: UUID?, owner: String, expiresIn: TimeInterval?) throws
+    /// Marks a job completed and lets go of its lease (as its worker's record would).
+    func complete(job: Int64) throws
+    /// Ends every session of the worker under test (the database went away for it).
+    func breakSessions() throws
+    /// Makes the send-time step end the session that runs it (once armed), until disarmed.
+    func breakSessionsAtSendTime(_ armed: Bool) throws
+    func setDeviceKey(_ id: UUID, raw: [UInt8]) throws
+    func setDevicePlatform(_ id: UUID, _ platform: String) throws
+    func setNotificationData(_ n: UUID, _ data: String) throws
+    func setMaxAttempts(notification: UUID, _ n: Int) throws
+    /// Inserts a job row by hand.
+    @discardableResult
+    func addJob(kind: JobKind, notification: UUID, deviceIDs: [UUID]?, priority: Int, runAt: Date?) throws -> Int64
+    /// Deletes the jobs of `notification` (a test keeps only the jobs it writes by hand).
+    func removeJobs(notification: UUID) throws
+    /// Moves every pending retry and every available job's run time to now.
+    func dueNow() throws
+}
+
+/// One `push_deliveries` row.
+struct DeliveryRowT {
+    var deviceID: UUID
+    var status: String
+    var errorCode: String?
+    var errorDetail: String?
+    var encrypted: Bool
+    var attempts: Int
+    var failures: Int
+    var apnsID: UUID
+    var providerMessageID: String?
+    var payload: [UInt8]?
+}
+
+/// The `push_notifications` columns tests assert on.
+struct NotificationStateT {
+    var status: String
+    var errorCode: String?
+    var encrypted: Bool?
+    var deviceCount: Int
+}
+
+/// One `push_jobs` row.
+struct JobRowT {
+    var id: Int64
+    var kind: JobKind
+    var notificationID: UUID
+    var appID: UUID
+    var state: JobState
+    var attempt: Int
+    var deviceIDs: [UUID]?
+    var leaseOwner: String?
+    var leaseExpiresAt: Date?
+    var lastError: String?
+    var runAt: Date
+}
