@@ -14,8 +14,8 @@ func hasSources(_ dir: String) -> Bool {
 /// One test target per module, each depending on the modules it exercises.
 let testTargets: [Target] = [
     .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "PushTestSupport"]),
-    .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto", "PushTestSupport"]),
-    .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto", "PushProviders", "PushTestSupport"]),
+    .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushProviders", "PushTestSupport"]),
     .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
                 dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),

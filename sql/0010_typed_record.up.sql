@@ -37,6 +37,12 @@ CREATE TYPE push_credential_change AS (
     reason text
 );
 
+-- Credential kinds are the provider table's (ProviderTable in PushProviders), as platforms already
+-- are (push_devices.platform has no CHECK): a release that adds a provider needs no schema change,
+-- and the CLI refuses kinds the table does not serve. Dropping a CHECK only widens what is
+-- accepted: a worker of the previous release is unaffected.
+ALTER TABLE push_credentials DROP CONSTRAINT push_credentials_kind_check;
+
 -- push_start_notifications(bigint[],uuid[],int,text,timestamptz): the text of sql/functions/push_start_notifications.sql.
 CREATE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_tokens uuid[], p_batch_size int,
                                          p_gone_ledger text, p_now timestamptz DEFAULT now())

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PushCore
 import PushCrypto
+import PushProviders
 import PushStore
 
 /// Turns one device batch into delivery records: plan each device (PushCore, pure), seal the
@@ -13,15 +14,18 @@ public final class BatchProcessor {
     public let retryPolicy: RetryPolicy
     /// Where pushes go.
     public let router: ProviderRouter
+    /// The providers served: each platform's payload writer, credential kind and answer rules.
+    public let providers: ProviderTable
     private let sealer: EnvelopeSealer
     private let jitter: () -> Double
     private let metrics: WorkerMetrics?
 
     /// - Parameters:
     ///   - jitter: a source of values in [0, 1) for backoff jitter (injected for tests).
-    public init(router: ProviderRouter, retryPolicy: RetryPolicy = .default, metrics: WorkerMetrics? = nil,
-                jitter: @escaping () -> Double = { Double.random(in: 0..<1) }) throws {
+    public init(router: ProviderRouter, retryPolicy: RetryPolicy = .default, providers: ProviderTable = .standard,
+                metrics: WorkerMetrics? = nil, jitter: @escaping () -> Double = { Double.random(in: 0..<1) }) throws {
         self.router = router
+        self.providers = providers
         self.retryPolicy = retryPolicy
         self.sealer = try EnvelopeSealer()
         self.jitter = jitter
@@ -60,6 +64,7 @@ public final class BatchProcessor {
     /// answers classified. Outputs are in the order of `inputs`.
     public func processMany(_ inputs: [Input], now: Date) -> [Output] {
         var outputs = [Output](repeating: ([], CredentialChanges()), count: inputs.count)
+        let writers = providers.payloadWriters
         var statesByApp: [UUID: CredentialStates] = [:]
         var work: [WorkItem] = []
 
@@ -85,7 +90,7 @@ public final class BatchProcessor {
                     states = known
                 } else {
                     do { states = try router.credentialStates(appID: n.appID) } catch {
-                        states = CredentialStates(unusable: Set(Platform.allCases))
+                        states = CredentialStates(unusable: providers.platforms)
                     }
                     statesByApp[n.appID] = states
                 }
@@ -94,7 +99,7 @@ public final class BatchProcessor {
                                           placeholders: AppPlaceholders(title: input.job.app.placeholderTitle,
                                                                         body: input.job.app.placeholderBody),
                                           requireEncryption: input.encrypted, mode: mode,
-                                          invalidCredentials: states.unusable)
+                                          invalidCredentials: states.unusable, writers: writers)
             let expiry = Expiry(accepted: n.acceptedAt, sendAt: n.sendAt, ttlSeconds: n.ttlSeconds)
             for d in devices {
                 if Self.isFinal(d) { continue }
@@ -112,7 +117,7 @@ public final class BatchProcessor {
                     outputs[b].records.append(Self.failed(d, PushError(.expired, "the notification expired before it could be sent")))
                     continue
                 }
-                let snapshot = DeviceSnapshot(platform: d.platform ?? "", token: d.token ?? d.endpoint ?? "",
+                let snapshot = DeviceSnapshot(platform: Platform(rawValue: d.platform ?? ""), token: d.token ?? d.endpoint ?? "",
                                               apnsEnvironment: d.apnsEnvironment,
                                               publicKey: d.publicKey, kid: d.kid)
                 switch planner.plan(snapshot) {
@@ -155,7 +160,8 @@ public final class BatchProcessor {
                 outputs[item.batch].records.append(Self.failed(item.device, error))
             case .success(let body):
                 let push = OutboundPush(deviceID: item.device.deviceID, platform: item.plan.platform,
-                                        token: item.plan.platform == .web ? (item.device.endpoint ?? "") : item.plan.token,
+                                        token: providers.provider(for: item.plan.platform)?.addressing == .subscription
+                                            ? (item.device.endpoint ?? "") : item.plan.token,
                                         apnsEnvironment: item.plan.apnsEnvironment, body: body,
                                         priority: item.plan.priority, apnsExpiration: item.ttl.apnsExpiration,
                                         secondsLeft: item.ttl.secondsLeft, collapseKey: item.plan.collapseKey,
@@ -242,9 +248,14 @@ public final class BatchProcessor {
         var r = DeliveryRecord(deviceID: device.deviceID, status: .failed, encrypted: encrypted,
                                provider: provider, attempts: attempts, failures: device.failures,
                                payload: testPayload)
-        let kind = CredentialKind(platform: push.platform)
+        let kind = providers.provider(for: push.platform)?.credentialKind ?? CredentialKind(rawValue: push.platform.rawValue)
         let verified = states.verified.contains(push.platform)
-        let outcome = ProviderAnswerTable.classify(answer, provider: provider, credentialsVerified: verified)
+        let outcome: AnswerOutcome
+        if let rules = providers.answerRules(provider) {
+            outcome = ProviderAnswerTable.classify(answer, rules: rules, credentialsVerified: verified)
+        } else {
+            outcome = .failed(PushError(.providerError, "answer from \(provider.rawValue.prefix(40)), which is not a provider of this release"))
+        }
         switch outcome {
         case .sent(let id):
             r.status = .sent

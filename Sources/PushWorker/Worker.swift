@@ -43,7 +43,6 @@ public final class Worker: @unchecked Sendable {
     /// - Parameters:
     ///   - sessions: where queue sessions come from (`PGQueueSessions` in production).
     ///   - router: where pushes go (simulator in test mode; providers in live mode).
-    ///   - providers: the provider table (platform, credential kind, metric label per provider).
     public init(config: WorkerConfig, sessions: QueueSessions, router: ProviderRouter,
                 metrics: WorkerMetrics = WorkerMetrics(), log: Log = .shared) throws {
         self.config = config
@@ -51,7 +50,8 @@ public final class Worker: @unchecked Sendable {
         self.metrics = metrics
         self.log = log
         self.readiness = ReadinessGate(metrics: metrics, log: log)
-        self.processor = try BatchProcessor(router: router, retryPolicy: config.retryPolicy, metrics: metrics)
+        self.processor = try BatchProcessor(router: router, retryPolicy: config.retryPolicy, providers: config.providers,
+                                            metrics: metrics)
         self.keeper = LeaseKeeper(leaseSeconds: config.leaseSeconds, log: log) { try sessions.openHeartbeatSession() }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 import PushCrypto
+import PushProviders
 import PushStore
 import PushWorker
 
@@ -162,7 +163,7 @@ enum Commands {
                 userID: try args.required("user"), apnsEnvironment: args.value("apns-environment"),
                 encryptionPublicKey: key, subscriptionEndpoint: args.value("endpoint"),
                 subscriptionP256dh: args.value("p256dh"), subscriptionAuth: args.value("auth"),
-                allowLoopbackEndpoints: args.flag("allow-loopback-endpoints"))
+                platforms: ProviderTable.standard.addressing, allowLoopbackEndpoints: args.flag("allow-loopback-endpoints"))
             let r = try registry.register(appID: app, reg)
             out.emit(r) {
                 "device \(r.deviceID.uuidString.lowercased())\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
@@ -233,9 +234,10 @@ enum Commands {
         let audience = try store.audiencePreview(q)
         let planner = DeliveryPlanner(content: content,
                                       placeholders: AppPlaceholders(title: appRow.placeholderTitle, body: appRow.placeholderBody),
-                                      requireEncryption: appRow.requireEncryption, mode: Mode(rawValue: q.mode) ?? .test)
+                                      requireEncryption: appRow.requireEncryption, mode: Mode(rawValue: q.mode) ?? .test,
+                                      writers: ProviderTable.standard.payloadWriters)
         let snapshots = audience.map {
-            DeviceSnapshot(platform: $0.platform, token: $0.address,
+            DeviceSnapshot(platform: Platform(rawValue: $0.platform), token: $0.address,
                            apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
                            publicKey: $0.publicKey, kid: $0.kid)
         }

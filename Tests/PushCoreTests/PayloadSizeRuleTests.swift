@@ -1,4 +1,6 @@
 import XCTest
+import PushProviders
+import PushTestSupport
 @testable import PushCore
 
 /// R-SEND-7, the 4096-byte rule: sizes computed without sealing equal the built payloads, and the

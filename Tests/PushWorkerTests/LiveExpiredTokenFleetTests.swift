@@ -36,7 +36,7 @@ final class LiveExpiredTokenFleetTests: LiveRouterTestCase {
         let count = 12
         for i in 0..<count {
             let reg = try DeviceRegistration.validate(mode: "live", platform: "ios", token: "ok-\(tag)-\(i)", userID: "u\(i)",
-                                                      apnsEnvironment: "production", encryptionPublicKey: .none)
+                                                      apnsEnvironment: "production", encryptionPublicKey: .none, platforms: ProviderTable.standard.addressing)
             _ = try DeviceRegistry(connection: conn).register(appID: appID, reg)
         }
         let started = Int64(Date().timeIntervalSince1970)

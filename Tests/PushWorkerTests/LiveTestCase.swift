@@ -69,7 +69,7 @@ class LiveTestCase: LiveRouterTestCase {
         let token = "\(prefix)-\(tag)-\(n)"
         let reg = try DeviceRegistration.validate(mode: "live", platform: platform.rawValue, token: token, userID: user,
                                                   apnsEnvironment: platform == .ios ? environment.rawValue : nil,
-                                                  encryptionPublicKey: .none)
+                                                  encryptionPublicKey: .none, platforms: ProviderTable.standard.addressing)
         return (try DeviceRegistry(connection: conn).register(appID: app ?? appID, reg).deviceID, token)
     }
 

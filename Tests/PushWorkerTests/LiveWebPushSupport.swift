@@ -70,7 +70,7 @@ final class LiveWebPushFake {
 
 /// Base for the live Web Push tests: a fresh database per test with one app, fresh credential keys
 /// (`LiveRouterTestCase`), the class's fake Web Push service, and a worker whose `LiveRouter` builds
-/// Web Push clients with `LiveRouter.webPushFactory` and trusts the fakes' CA.
+/// Web Push clients through the provider table's Web Push descriptor and trusts the fakes' CA.
 class LiveWebPushTestCase: LiveRouterTestCase {
     nonisolated(unsafe) static var sharedFake: Result<LiveWebPushFake, Error>?
     static let subject = "mailto:ops@example.com"
@@ -99,7 +99,8 @@ class LiveWebPushTestCase: LiveRouterTestCase {
     func makeWorker(allowLoopback: Bool = true, resolver: WebPushResolver = SystemWebPushResolver(),
                     retryPolicy: RetryPolicy = .default) throws {
         try makeRouterAndWorker(owner: "web-live-test", retryPolicy: retryPolicy) { rc in
-            rc.webPush = LiveRouter.webPushFactory(allowLoopback: allowLoopback, resolver: resolver)
+            rc.allowLoopback = allowLoopback
+            rc.resolver = resolver
         }
     }
 
@@ -125,7 +126,7 @@ class LiveWebPushTestCase: LiveRouterTestCase {
         let reg = try DeviceRegistration.validate(
             mode: mode, platform: "web", token: nil, userID: user, apnsEnvironment: nil, encryptionPublicKey: .none,
             subscriptionEndpoint: endpoint, subscriptionP256dh: Base64URL.encode(p256dh),
-            subscriptionAuth: Base64URL.encode(auth), allowLoopbackEndpoints: true)
+            subscriptionAuth: Base64URL.encode(auth), platforms: ProviderTable.standard.addressing, allowLoopbackEndpoints: true)
         return try DeviceRegistry(connection: conn).register(appID: appID, reg).deviceID
     }
 

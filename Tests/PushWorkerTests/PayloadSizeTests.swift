@@ -4,12 +4,15 @@ import PushCrypto
 import PushStore
 @testable import PushWorker
 import XCTest
+import PushProviders
+import PushTestSupport
 
 /// R-SEND-7 at send time: the worker re-checks the 4096-byte rule per device; the boundary comes
 /// from PushCore's planner (`PayloadSizeRule`), and the worker must agree with it byte for byte.
 final class PayloadSizeTests: WorkerTestCase {
     private let planner = DeliveryPlanner(content: NotificationContent(title: "x"), placeholders: AppPlaceholders(),
-                                          requireEncryption: false, mode: .test)
+                                          requireEncryption: false, mode: .test,
+                                          writers: ProviderTable.standard.payloadWriters)
 
     /// The title length whose payload for `device` is the largest that fits: the planner's
     /// content measure grows by one per ASCII title character.
@@ -23,7 +26,8 @@ final class PayloadSizeTests: WorkerTestCase {
 
     private func sizeCheck(title n: Int, _ device: DeviceSnapshot) -> SizeCheck {
         DeliveryPlanner(content: NotificationContent(title: String(repeating: "x", count: n)),
-                        placeholders: AppPlaceholders(), requireEncryption: false, mode: .test).sizeCheck(for: device)!
+                        placeholders: AppPlaceholders(), requireEncryption: false, mode: .test,
+                                          writers: ProviderTable.standard.payloadWriters).sizeCheck(for: device)!
     }
 
     /// R-SEND-7 + R-SEND-9: for an encrypted iOS, an encrypted Android, a plaintext iOS and a Web
@@ -41,7 +45,7 @@ final class PayloadSizeTests: WorkerTestCase {
         for k in kinds {
             let device = k.platform == "web" ? try registerWeb(app, user: k.user)
                 : try register(app, user: k.user, platform: k.platform, key: k.key)
-            let snapshot = DeviceSnapshot(platform: k.platform, token: "t",
+            let snapshot = DeviceSnapshot(platform: Platform(rawValue: k.platform), token: "t",
                                           apnsEnvironment: k.platform == "ios" ? .sandbox : nil,
                                           publicKey: k.key?.publicKey.raw, kid: k.key?.publicKey.kid)
             let n = try largestFittingTitle(for: snapshot)

@@ -16,7 +16,7 @@ final class RecordingRouter: ProviderRouter, @unchecked Sendable {
     var onSend: (([OutboundPush]) -> Void)?
 
     func credentialStates(appID: UUID) throws -> CredentialStates {
-        CredentialStates(unusable: Set(Platform.allCases), verified: [])
+        CredentialStates(unusable: ProviderTable.standard.platforms, verified: [])
     }
 
     func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
@@ -147,7 +147,7 @@ class WorkerTestCase: XCTestCase {
         let r = try DeviceRegistration.validate(
             mode: "test", platform: platform, token: token, userID: user,
             apnsEnvironment: platform == "ios" ? "sandbox" : nil,
-            encryptionPublicKey: key.map { .some($0.publicKey.base64URL) } ?? .none)
+            encryptionPublicKey: key.map { .some($0.publicKey.base64URL) } ?? .none, platforms: ProviderTable.standard.addressing)
         return try world.register(app, r, appLimit: appLimit)
     }
 
@@ -155,7 +155,7 @@ class WorkerTestCase: XCTestCase {
     func removeKey(_ app: UUID, user: String, platform: String, token: String) throws -> UUID {
         let r = try DeviceRegistration.validate(mode: "test", platform: platform, token: token, userID: user,
                                                 apnsEnvironment: platform == "ios" ? "sandbox" : nil,
-                                                encryptionPublicKey: .some(nil))
+                                                encryptionPublicKey: .some(nil), platforms: ProviderTable.standard.addressing)
         return try world.register(app, r, appLimit: nil)
     }
 
@@ -167,7 +167,7 @@ class WorkerTestCase: XCTestCase {
         let r = try DeviceRegistration.validate(
             mode: "test", platform: "web", token: nil, userID: user, apnsEnvironment: nil, encryptionPublicKey: .none,
             subscriptionEndpoint: "https://push.example.com/send/\(UUID().uuidString.lowercased())/\(answer)",
-            subscriptionP256dh: ua.publicKey.base64URL, subscriptionAuth: Base64URL.encode(auth))
+            subscriptionP256dh: ua.publicKey.base64URL, subscriptionAuth: Base64URL.encode(auth), platforms: ProviderTable.standard.addressing)
         return try world.register(app, r, appLimit: nil)
     }
 

@@ -99,6 +99,10 @@ public final class InMemoryQueue: @unchecked Sendable {
         public var state: CredentialState
         public var firstAcceptedAt: Date?
         public var invalidReason: String?
+        public var identifiers: [String: String] = [:]
+        public var secret: [UInt8] = []
+        public var version = UUID().uuidString
+        public var updatedAt = Date()
     }
 
     public struct DeliveryKey: Hashable {
@@ -190,10 +194,18 @@ public final class InMemoryQueue: @unchecked Sendable {
 
     static func credentialKey(_ app: UUID, _ kind: CredentialKind) -> String { "\(app.uuidString)/\(kind.rawValue)" }
 
-    /// Adds an `unverified` credential set of `kind` for `app`.
-    public func credentialSet(app: UUID, kind: CredentialKind) {
-        lock.withLock { credentials[Self.credentialKey(app, kind)] = Credential(state: .unverified) }
+    /// Stores (or replaces) `app`'s set of `kind`, `unverified` (R-APP-3), keeping a first
+    /// acceptance for good; a replacement gets a new version (its clients are rebuilt).
+    public func credentialSet(app: UUID, kind: CredentialKind, identifiers: [String: String] = [:], secret: [UInt8] = []) {
+        lock.withLock {
+            let key = Self.credentialKey(app, kind)
+            credentials[key] = Credential(state: .unverified, firstAcceptedAt: credentials[key]?.firstAcceptedAt,
+                                          identifiers: identifiers, secret: secret, updatedAt: clock())
+        }
     }
+
+    /// The live router's view of this world's credential sets (secrets held in clear).
+    public var credentialSource: CredentialSource { InMemoryCredentialSource(queue: self) }
 
     /// The state of `app`'s `kind` set, nil when it has none.
     public func credential(app: UUID, kind: CredentialKind) -> Credential? {
