@@ -17,6 +17,8 @@ let testTargets: [Target] = [
     .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto", "PushProviders", "PushTestSupport"]),
     .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushProviders", "PushTestSupport"]),
     .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushAcceptanceTests",
+                dependencies: ["PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
                 dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
 ]
@@ -40,8 +42,12 @@ let package = Package(
         .target(name: "PushCore", dependencies: ["PushCrypto"]),
         .target(name: "PushStore", dependencies: ["CLibpq", "PushCore"]),
         .target(name: "PushProviders", dependencies: ["CCurl", "CPushShims", "PushCrypto", "PushCore"]),
+        /// The one acceptance path of the CLI and the API (R-API-6): validation, content, the exact size
+        /// rule, then the SQL functions (PushAcceptanceTests). No HTTP, no command-line parsing.
+        .target(name: "PushAcceptance", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders"]),
         .target(name: "PushWorker", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "CPushShims", "CMicroHTTPD"]),
-        .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker"]),
+        .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker",
+                                                          "PushAcceptance"]),
 
         // MARK: - Tests (see `testTargets` below)
         /// Test-only helpers shared by the test targets (test targets cannot share files): `RepoPaths`,

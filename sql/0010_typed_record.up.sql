@@ -66,15 +66,24 @@ BEGIN
     IF coalesce(cardinality(p_job_ids), 0) <> coalesce(cardinality(p_lease_tokens), 0) THEN
         RAISE EXCEPTION 'VALIDATION_ERROR: one lease token per job';
     END IF;
+    PERFORM 1 FROM push_notifications n
+     WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (p_job_ids))
+     ORDER BY n.id FOR UPDATE;
+    PERFORM 1 FROM push_jobs j WHERE j.id = ANY (p_job_ids) ORDER BY j.id FOR UPDATE;
     FOR i IN 1 .. coalesce(cardinality(p_job_ids), 0) LOOP
         job_id := p_job_ids[i];
         status := NULL; inline_device_ids := NULL; batch_jobs := NULL; gone := NULL; encrypted := NULL;
         SELECT j.notification_id INTO v_notification FROM push_jobs j WHERE j.id = p_job_ids[i];
-        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification FOR UPDATE;
+        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification;
         SELECT * INTO v_job FROM push_jobs j
-         WHERE j.id = p_job_ids[i] AND j.lease_token = p_lease_tokens[i] AND j.state = 'running' FOR UPDATE;
-        IF NOT FOUND OR v_n.id IS NULL THEN
+         WHERE j.id = p_job_ids[i] AND j.lease_token = p_lease_tokens[i] AND j.state = 'running';
+        IF NOT FOUND THEN
             outcome := 'lease_lost';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF v_n.id IS NULL THEN
+            outcome := 'orphaned';
             RETURN NEXT;
             CONTINUE;
         END IF;
@@ -166,6 +175,22 @@ BEGIN
                                                          coalesce(p_batch -> 'deliveries', '[]')) r);
     v_changes := ARRAY(SELECT c FROM json_populate_recordset(NULL::push_credential_change,
                                                              coalesce(p_batch -> 'credentials', '[]')) c);
+    PERFORM 1 FROM push_notifications n
+     WHERE n.id IN (SELECT j.notification_id FROM push_jobs j, json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e
+                     WHERE j.id = (e ->> 'job_id')::bigint)
+     ORDER BY n.id FOR UPDATE;
+    PERFORM 1 FROM push_jobs j, json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e
+     WHERE j.id = (e ->> 'job_id')::bigint ORDER BY j.id FOR UPDATE OF j;
+    PERFORM push_lock_record_rows(
+        ARRAY(SELECT r.device_id FROM unnest(v_all) r WHERE r.deactivate_reason IS NOT NULL),
+        ARRAY(SELECT j.app_id FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+                JOIN push_jobs j ON j.id = c.jid WHERE c.change = 'invalid' ORDER BY c.n),
+        ARRAY(SELECT c.kind FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+               WHERE c.change = 'invalid' AND EXISTS (SELECT 1 FROM push_jobs j WHERE j.id = c.jid) ORDER BY c.n),
+        ARRAY(SELECT j.app_id FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+                JOIN push_jobs j ON j.id = c.jid WHERE c.change = 'accepted' ORDER BY c.n),
+        ARRAY(SELECT c.kind FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+               WHERE c.change = 'accepted' AND EXISTS (SELECT 1 FROM push_jobs j WHERE j.id = c.jid) ORDER BY c.n));
     FOR v_entry IN SELECT e FROM json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e LOOP
         v_id := (v_entry ->> 'job_id')::bigint;
         lo := hi + 1;
@@ -175,11 +200,16 @@ BEGIN
         remaining_batches := NULL; deactivated := NULL; ending_codes := NULL; ending_nets := NULL; has_sms := NULL;
 
         SELECT j.notification_id INTO v_notification FROM push_jobs j WHERE j.id = v_id;
-        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification FOR UPDATE;
+        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification;
         SELECT * INTO v_job FROM push_jobs j
-         WHERE j.id = v_id AND j.lease_token = (v_entry ->> 'lease_token')::uuid AND j.state = 'running' FOR UPDATE;
-        IF NOT FOUND OR v_n.id IS NULL THEN
+         WHERE j.id = v_id AND j.lease_token = (v_entry ->> 'lease_token')::uuid AND j.state = 'running';
+        IF NOT FOUND THEN
             outcome := 'lease_lost';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF v_n.id IS NULL THEN
+            outcome := 'orphaned';
             RETURN NEXT;
             CONTINUE;
         END IF;

@@ -5,6 +5,11 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <netinet/tcp.h>
 
 CURLcode cpush_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 CURLcode cpush_easy_setopt_ptr(CURL *h, CURLoption o, const void *v) { return curl_easy_setopt(h, o, v); }
@@ -15,6 +20,55 @@ CURLcode cpush_easy_getinfo_long(CURL *h, CURLINFO i, long *out) { return curl_e
 CURLcode cpush_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out) { return curl_easy_getinfo(h, i, out); }
 CURLcode cpush_easy_getinfo_double(CURL *h, CURLINFO i, double *out) { return curl_easy_getinfo(h, i, out); }
 CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+
+struct cpush_socket_set { curl_socket_t *fds; int count; int capacity; };
+
+cpush_socket_set *cpush_socket_set_new(void) { return calloc(1, sizeof(cpush_socket_set)); }
+
+void cpush_socket_set_free(cpush_socket_set *set) {
+    if (set == NULL) return;
+    free(set->fds);
+    free(set);
+}
+
+static int cpush_socket_opened(void *clientp, curl_socket_t fd, curlsocktype purpose) {
+    cpush_socket_set *set = clientp;
+    if (purpose != CURLSOCKTYPE_IPCXN) return CURL_SOCKOPT_OK;
+    if (set->count == set->capacity) {
+        int capacity = set->capacity ? set->capacity * 2 : 16;
+        curl_socket_t *grown = realloc(set->fds, (size_t)capacity * sizeof *grown);
+        if (grown == NULL) return CURL_SOCKOPT_OK;  /* untracked: never corked, still works */
+        set->fds = grown;
+        set->capacity = capacity;
+    }
+    set->fds[set->count++] = fd;
+    return CURL_SOCKOPT_OK;
+}
+
+static int cpush_socket_closing(void *clientp, curl_socket_t fd) {
+    cpush_socket_set *set = clientp;
+    for (int i = 0; i < set->count; i++) {
+        if (set->fds[i] == fd) { set->fds[i] = set->fds[--set->count]; break; }
+    }
+    return close(fd);
+}
+
+CURLcode cpush_easy_track_sockets(CURL *h, cpush_socket_set *set) {
+    CURLcode c = curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, cpush_socket_opened);
+    if (c == CURLE_OK) c = curl_easy_setopt(h, CURLOPT_SOCKOPTDATA, set);
+    if (c == CURLE_OK) c = curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, cpush_socket_closing);
+    if (c == CURLE_OK) c = curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, set);
+    return c;
+}
+
+int cpush_socket_set_cork(cpush_socket_set *set, int on) {
+    for (int i = 0; i < set->count; i++) {
+        (void)setsockopt(set->fds[i], IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    }
+    return set->count;
+}
+
+int cpush_socket_set_count(const cpush_socket_set *set) { return set->count; }
 
 /* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
  * ("Server reached connection limit...", a malformed request) as event metrics.http, the text
@@ -47,26 +101,192 @@ static void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
     (void)ignored;
 }
 
-struct MHD_Daemon *cpush_mhd_start(uint16_t port, int loopback_only,
-                                   MHD_AccessHandlerCallback handler, void *handler_cls,
-                                   unsigned int connection_limit, unsigned int per_ip_limit,
-                                   unsigned int timeout_seconds) {
+/* The deadline and eviction guard of one daemon (issue 13). MHD's own timeout is an idle timeout:
+ * a client sending one header line every 2 s keeps a connection forever, and enough of them fill
+ * every slot. So each connection's current request (from its accept, or from the end of its
+ * previous request) must complete within `deadline` seconds whatever its pace, and once more than
+ * `soft_limit` connections are open, each new one shuts the oldest down: a probe, answered within
+ * milliseconds, is never the oldest, so it always gets a slot under such a load.
+ * A connection is cut with shutdown(2), never close(2): MHD sees the end of the stream and closes
+ * it itself. Slots are freed in MHD's CLOSED notification, which MHD sends before it closes the
+ * socket, under the same lock the reaper holds while it cuts: a descriptor is never cut after
+ * MHD let go of it (it could belong to another connection by then). */
+struct cpush_mhd_slot {
+    int fd;
+    int used;
+    int cut;
+    double started;
+};
+
+struct cpush_mhd_server {
+    struct MHD_Daemon *daemon;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t reaper;
+    int reaper_started;
+    int stopping;
+    struct cpush_mhd_slot *slots;
+    unsigned int capacity;
+    unsigned int active;
+    unsigned int soft_limit;
+    double deadline;
+    unsigned long cut_deadline;
+    unsigned long cut_evicted;
+};
+
+static double cpush_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Caller holds the lock. */
+static void cpush_cut(struct cpush_mhd_slot *slot) {
+    if (slot->cut || slot->fd < 0) return;
+    slot->cut = 1;
+    shutdown(slot->fd, SHUT_RDWR);
+}
+
+static void cpush_mhd_notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                                        enum MHD_ConnectionNotificationCode toe) {
+    struct cpush_mhd_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int fd = info == NULL ? -1 : info->connect_fd;
+        double now = cpush_now();
+        pthread_mutex_lock(&s->lock);
+        struct cpush_mhd_slot *mine = NULL;
+        for (unsigned int i = 0; i < s->capacity; i++) {
+            if (!s->slots[i].used) { mine = &s->slots[i]; break; }
+        }
+        if (mine != NULL) {
+            mine->used = 1;
+            mine->cut = 0;
+            mine->fd = fd;
+            mine->started = now;
+            s->active++;
+        }
+        *socket_context = mine;
+        if (s->active > s->soft_limit) {
+            struct cpush_mhd_slot *oldest = NULL;
+            for (unsigned int i = 0; i < s->capacity; i++) {
+                struct cpush_mhd_slot *c = &s->slots[i];
+                if (c->used && !c->cut && c != mine && (oldest == NULL || c->started < oldest->started)) oldest = c;
+            }
+            if (oldest != NULL) { cpush_cut(oldest); s->cut_evicted++; }
+        }
+        pthread_mutex_unlock(&s->lock);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct cpush_mhd_slot *slot = *socket_context;
+        if (slot == NULL) return;
+        pthread_mutex_lock(&s->lock);
+        slot->used = 0;
+        slot->fd = -1;
+        s->active--;
+        pthread_mutex_unlock(&s->lock);
+        *socket_context = NULL;
+    }
+}
+
+/* A request ended (answered, or aborted): the connection's next request gets a deadline of its own. */
+static void cpush_mhd_request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                                        enum MHD_RequestTerminationCode toe) {
+    (void)con_cls;
+    (void)toe;
+    struct cpush_mhd_server *s = cls;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (info == NULL || info->socket_context == NULL) return;
+    struct cpush_mhd_slot *slot = info->socket_context;
+    pthread_mutex_lock(&s->lock);
+    if (slot->used) slot->started = cpush_now();
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void *cpush_mhd_reaper(void *arg) {
+    struct cpush_mhd_server *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&s->wake, &s->lock, &until);
+        double now = cpush_now();
+        for (unsigned int i = 0; i < s->capacity; i++) {
+            struct cpush_mhd_slot *c = &s->slots[i];
+            if (c->used && !c->cut && now - c->started > s->deadline) { cpush_cut(c); s->cut_deadline++; }
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+struct cpush_mhd_server *cpush_mhd_start(uint16_t port, int loopback_only,
+                                         MHD_AccessHandlerCallback handler, void *handler_cls,
+                                         unsigned int connection_limit, unsigned int per_ip_limit,
+                                         unsigned int timeout_seconds, double deadline_seconds,
+                                         unsigned int soft_limit) {
+    if (connection_limit == 0) return NULL;
+    struct cpush_mhd_server *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    s->slots = calloc(connection_limit, sizeof *s->slots);
+    if (s->slots == NULL) { free(s); return NULL; }
+    for (unsigned int i = 0; i < connection_limit; i++) s->slots[i].fd = -1;
+    s->capacity = connection_limit;
+    s->soft_limit = soft_limit == 0 || soft_limit > connection_limit ? connection_limit : soft_limit;
+    s->deadline = deadline_seconds > 0 ? deadline_seconds : 5;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = loopback_only ? htonl(INADDR_LOOPBACK) : htonl(INADDR_ANY);
-    return MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
-                            port, NULL, NULL, handler, handler_cls,
-                            MHD_OPTION_EXTERNAL_LOGGER, cpush_mhd_log, NULL,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-                            MHD_OPTION_END);
+    s->daemon = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
+                                 port, NULL, NULL, handler, handler_cls,
+                                 MHD_OPTION_EXTERNAL_LOGGER, cpush_mhd_log, NULL,
+                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                 MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                                 MHD_OPTION_NOTIFY_CONNECTION, cpush_mhd_notify_connection, s,
+                                 MHD_OPTION_NOTIFY_COMPLETED, cpush_mhd_request_completed, s,
+                                 MHD_OPTION_END);
+    if (s->daemon == NULL || pthread_create(&s->reaper, NULL, cpush_mhd_reaper, s) != 0) {
+        if (s->daemon != NULL) MHD_stop_daemon(s->daemon);
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        free(s->slots);
+        free(s);
+        return NULL;
+    }
+    s->reaper_started = 1;
+    return s;
 }
 
-uint16_t cpush_mhd_bound_port(struct MHD_Daemon *daemon) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+void cpush_mhd_stop(struct cpush_mhd_server *s) {
+    if (s == NULL) return;
+    MHD_stop_daemon(s->daemon);
+    pthread_mutex_lock(&s->lock);
+    s->stopping = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    if (s->reaper_started) pthread_join(s->reaper, NULL);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+    free(s->slots);
+    free(s);
+}
+
+void cpush_mhd_cut_counts(struct cpush_mhd_server *s, unsigned long *deadline, unsigned long *evicted) {
+    pthread_mutex_lock(&s->lock);
+    *deadline = s->cut_deadline;
+    *evicted = s->cut_evicted;
+    pthread_mutex_unlock(&s->lock);
+}
+
+uint16_t cpush_mhd_bound_port(struct cpush_mhd_server *s) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info == NULL ? 0 : info->port;
 }

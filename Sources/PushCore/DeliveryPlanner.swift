@@ -3,7 +3,9 @@
 ///
 /// Build one planner per notification (it prepares the device-independent bytes once), then call
 /// `plan(_:)` per device. Checks, in order:
-/// 1. platform served by a payload writer of the provider table, else `UNKNOWN_PLATFORM`;
+/// 1. platform served by the provider table, else `UNKNOWN_PLATFORM`; a token-addressed device that
+///    R-DEV-1 would refuse (token outside its alphabet or length, iOS without `apns_environment`: a
+///    row written past the registry) → `INVALID_STORED_DEVICE`, never handed to a provider;
 /// 2. key policy: a writer that encrypts by itself (Web Push) always encrypted (R-SEND-11); a key →
 ///    encrypted (R-SEND-3); no key and
 ///    `encrypted` (the notification's require_encryption read at send time) → `ENCRYPTION_KEY_MISSING`
@@ -28,23 +30,23 @@ public struct DeliveryPlanner: Sendable {
     /// Platforms whose credential set is `invalid` (live mode only; ignored in test mode, R-MODE-2).
     public let invalidCredentials: Set<Platform>
 
-    private let writers: [Platform: any PayloadWriter]
+    private let platforms: [Platform: PlatformRules]
     private let prepared: [Platform: any PreparedPayloads]
     private let sealed: [UInt8]
 
-    /// Prepares the device-independent bytes for `content`, with each platform's payload writer
-    /// (the provider table's `payloadWriters`); a platform without one is refused `UNKNOWN_PLATFORM`.
+    /// Prepares the device-independent bytes for `content`, with each platform's rules (the
+    /// provider table's `planning`); a platform without rules is refused `UNKNOWN_PLATFORM`.
     public init(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
-                mode: Mode, invalidCredentials: Set<Platform> = [], writers: [Platform: any PayloadWriter]) {
+                mode: Mode, invalidCredentials: Set<Platform> = [], platforms: [Platform: PlatformRules]) {
         self.content = content
         self.placeholders = placeholders
         self.requireEncryption = requireEncryption
         self.mode = mode
         self.invalidCredentials = invalidCredentials
-        self.writers = writers
+        self.platforms = platforms
         let notification = PreparedNotification(content: content, placeholders: placeholders)
         sealed = notification.sealedPlaintext
-        prepared = writers.mapValues { $0.prepare(notification) }
+        prepared = platforms.mapValues { $0.writer.prepare(notification) }
     }
 
     /// The sealed plaintext (R-ENC-3) shared by every encrypted delivery of this notification.
@@ -52,9 +54,11 @@ public struct DeliveryPlanner: Sendable {
 
     /// Plans one device.
     public func plan(_ device: DeviceSnapshot) -> PlanDecision {
-        guard let writer = writers[device.platform], let payloads = prepared[device.platform] else {
+        guard let rules = platforms[device.platform], let payloads = prepared[device.platform] else {
             return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) is not one this release serves"))
         }
+        if let problem = Self.storedDeviceProblem(device, addressing: rules.addressing) { return .refuse(problem) }
+        let writer = rules.writer
         let key: String?
         switch keyState(device, writer: writer) {
         case .failure(let error): return .refuse(error)
@@ -73,9 +77,35 @@ public struct DeliveryPlanner: Sendable {
     /// The 4096-byte rule for one device without planning the rest (the acceptance check takes the
     /// largest among the targeted devices). Nil when the device is refused for another reason.
     public func sizeCheck(for device: DeviceSnapshot) -> SizeCheck? {
-        guard let writer = writers[device.platform], let payloads = prepared[device.platform],
-              case .success(let kid) = keyState(device, writer: writer) else { return nil }
+        guard let rules = platforms[device.platform], let payloads = prepared[device.platform],
+              Self.storedDeviceProblem(device, addressing: rules.addressing) == nil,
+              case .success(let kid) = keyState(device, writer: rules.writer) else { return nil }
         return payloads.payload(token: device.token, kid: kid).check
+    }
+
+    /// The smallest measure any payload kind of the table gives this content (R-SEND-7): with the
+    /// standard providers FCM plaintext's `data` keys and values plus `notification` title and body;
+    /// every other kind (APNs bodies, sealed plaintext, Web Push) measures more for the same content,
+    /// so when this does not fit no device of any kind can take the notification: what the
+    /// acceptance refuses whatever the audience, and what `push_enqueue` refuses by itself (its lower
+    /// bound of this measure, sql/0006).
+    public var contentFloorCheck: SizeCheck {
+        prepared.values.map { $0.payload(token: "", kid: nil).check }.min { $0.size < $1.size }
+            ?? PayloadSizeRule.check(.plaintext, contentLength: sealed.count)
+    }
+
+    /// Why a stored token-addressed device cannot be sent to as it is (R-DEV-1, checked again at
+    /// send time for rows written past the registry), or nil. Subscriptions are checked by the Web
+    /// Push path (`INVALID_SUBSCRIPTION`).
+    static func storedDeviceProblem(_ device: DeviceSnapshot, addressing: DeviceAddressing) -> PushError? {
+        guard case .token(let needsEnvironment) = addressing else { return nil }
+        if !DeviceRegistration.isValidToken(device.token) {
+            return PushError(.invalidStoredDevice, "the stored token is not 1 to \(DeviceRegistration.maxTokenLength) characters of A-Z a-z 0-9 _ : . -")
+        }
+        if needsEnvironment && device.apnsEnvironment == nil {
+            return PushError(.invalidStoredDevice, "the stored iOS device has no apns_environment")
+        }
+        return nil
     }
 
     /// The acceptance check of R-SEND-7: among `devices`, the payload over 4096 bytes that needs

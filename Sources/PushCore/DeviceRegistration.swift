@@ -62,7 +62,7 @@ public struct DeviceRegistration: Sendable {
                                 subscriptionAuth: String? = nil, platforms: [Platform: DeviceAddressing],
                                 allowLoopbackEndpoints: Bool = false) throws -> DeviceRegistration {
         func invalid(_ field: String, _ why: String) -> PushError {
-            PushError(.validationError, "\(field): \(why)")
+            PushError(.validationError, "\(field): \(why)", field: field)
         }
         guard let mode = Mode(rawValue: mode) else { throw invalid("mode", "must be test or live") }
         let platform = Platform(rawValue: platform)
@@ -92,15 +92,17 @@ public struct DeviceRegistration: Sendable {
             if case .some(.some) = encryptionPublicKey {
                 throw invalid("encryption_public_key", "web devices take no encryption key (RFC 8291 protects them)")
             }
-            guard let endpoint = subscriptionEndpoint, let p256dh = subscriptionP256dh, let auth = subscriptionAuth else {
-                throw invalid("subscription", "endpoint, p256dh and auth are required for a web device")
-            }
+            guard let endpoint = subscriptionEndpoint else { throw invalid("subscription.endpoint", "is required for a web device") }
+            guard let p256dh = subscriptionP256dh else { throw invalid("subscription.keys.p256dh", "is required for a web device") }
+            guard let auth = subscriptionAuth else { throw invalid("subscription.keys.auth", "is required for a web device") }
             do {
                 let s = try WebPushSubscription(endpoint: endpoint, p256dhBase64URL: p256dh, authBase64URL: auth,
                                                 allowLoopback: allowLoopbackEndpoints)
                 subscription = Subscription(endpoint: s.endpoint, p256dh: s.p256dh, auth: s.auth)
             } catch let e as WebPushError {
-                throw invalid("subscription.\(e.field ?? "endpoint")", e.message)
+                // The API body's names (R-DEV-1): `subscription.endpoint`, `subscription.keys.p256dh|auth`.
+                let name = e.field ?? "endpoint"
+                throw invalid(name == "endpoint" ? "subscription.endpoint" : "subscription.keys.\(name)", e.message)
             }
         } else {
             guard let token, isValidToken(token) else {

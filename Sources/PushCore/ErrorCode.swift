@@ -47,22 +47,37 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable, Codable {
     case notFound = "NOT_FOUND"
     /// A web device's subscription is malformed at send time (R-DEV-1, issue 7).
     case invalidSubscription = "INVALID_SUBSCRIPTION"
+    /// A stored iOS or Android device that R-DEV-1 would refuse (a token outside `A-Z a-z 0-9 _ : . -`
+    /// or over 512 characters, an iOS device without `apns_environment`): written past the registry,
+    /// it fails its delivery at send time (refunded, no provider call, the device untouched).
+    case invalidStoredDevice = "INVALID_STORED_DEVICE"
+    /// R-API-5: an idempotency key replayed with content other than its first notification's
+    /// (every field but `send_at` compared; HTTP 409).
+    case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+    /// The notification's send time has come or it is final: it can no longer be cancelled (HTTP 409).
+    case notCancellable = "NOT_CANCELLABLE"
 }
 
-/// An error as a value: a stable `code` plus a human `message` (never content, keys or full tokens).
+/// An error as a value: a stable `code` plus a human `message` (never content, keys or full tokens),
+/// and, for a refused request field, that field's name.
 ///
-/// Thrown by the JSON parser (`INVALID_DATA`), `PayloadTemplate.render` (`ENVELOPE_MISMATCH`) and
-/// carried by planner refusals and answer-table outcomes.
+/// Thrown by the JSON parser (`INVALID_DATA`), `PayloadTemplate.render` (`ENVELOPE_MISMATCH`),
+/// `DeviceRegistration.validate` (`VALIDATION_ERROR` with `field`) and carried by planner refusals
+/// and answer-table outcomes.
 public struct PushError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Stable machine-readable code.
     public let code: ErrorCode
     /// Human explanation, safe to log and to return to the API caller.
     public let message: String
+    /// The request field at fault, as the API's snake_case body field name (`user_id`,
+    /// `subscription.keys.p256dh`, ...); nil when the error is not about one field.
+    public let field: String?
 
-    /// Makes an error from its code and message.
-    public init(_ code: ErrorCode, _ message: String) {
+    /// Makes an error from its code and message, naming `field` when one field is at fault.
+    public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
         self.code = code
         self.message = message
+        self.field = field
     }
 
     /// `CODE: message`.

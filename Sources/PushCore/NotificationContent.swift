@@ -43,15 +43,17 @@ public struct NotificationContent: Sendable, Hashable {
     /// or that the honkio Android SDK reads as the envelope (`hk`, R-ENC-5) *(product decision)*.
     /// - Throws: `PushError` with code `.validationError`.
     public func validate() throws {
-        for member in data?.members ?? [] where Self.isReservedDataKey(member.key) {
-            throw PushError(.validationError, "data key \"\(member.key)\" is reserved")
+        for (i, member) in (data?.members ?? []).enumerated() where Self.isReservedDataKey(member.key) {
+            throw PushError(.validationError, "data: key \(i) (from 0) is reserved (hk, from, message_type, google.*, gcm.*)",
+                            field: "data")
         }
         if let key = collapseKey, key.utf8.count > Self.maxCollapseKeyBytes {
             throw PushError(.validationError,
-                            "collapse_key is \(key.utf8.count) bytes, at most \(Self.maxCollapseKeyBytes) allowed")
+                            "collapse_key: \(key.utf8.count) bytes, at most \(Self.maxCollapseKeyBytes) allowed",
+                            field: "collapse_key")
         }
         if let badge = badge, badge < 0 {
-            throw PushError(.validationError, "badge must not be negative")
+            throw PushError(.validationError, "badge: must not be negative", field: "badge")
         }
     }
 

@@ -10,6 +10,19 @@ public protocol PayloadWriter: Sendable {
     func prepare(_ notification: PreparedNotification) -> any PreparedPayloads
 }
 
+/// What the planner needs of one platform (the provider table's `planning`): its payload writer
+/// and how its devices are addressed (R-DEV-1, re-checked at send time).
+public struct PlatformRules: Sendable {
+    public var writer: any PayloadWriter
+    public var addressing: DeviceAddressing
+
+    /// Makes a value.
+    public init(writer: any PayloadWriter, addressing: DeviceAddressing) {
+        self.writer = writer
+        self.addressing = addressing
+    }
+}
+
 /// The device-independent parts of one notification every writer starts from.
 public struct PreparedNotification: Sendable {
     public let content: NotificationContent

@@ -1,13 +1,18 @@
 import Foundation
+import PushCore
 
 /// A push app as stored (R-APP-1).
 public struct PushApp: Sendable, Codable, Equatable {
-    public var id: UUID
+    @LowercaseUUID public var id: UUID
     public var name: String
     public var requireEncryption: Bool
     public var placeholderTitle: String
     public var placeholderBody: String
     public var deleted: Bool
+    /// When the app was created.
+    public var createdAt: Date
+    /// When its fields last changed.
+    public var updatedAt: Date
 }
 
 /// Push apps: create, update (policy and placeholders), get, delete (soft).
@@ -18,24 +23,36 @@ public final class AppStore {
         self.connection = connection
     }
 
-    /// Creates an app; nil arguments take the defaults of R-APP-1.
+    /// Creates an app through `push_app_create` (sql/0006); nil arguments take the defaults of R-APP-1.
+    /// - Throws: `PushError` `VALIDATION_ERROR` naming the field out of its bounds (R-LIM-1);
+    ///   `PGError` on database failure.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil) throws -> PushApp {
-        try Self.decode(connection.exec(RegistryQueries.appCreate, [
-            .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-            placeholderBody.map(PGValue.text),
-        ]))
+        try StoreErrors.mapped {
+            try Self.decode(connection.exec(RegistryQueries.appCreate, [
+                .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
+                placeholderBody.map(PGValue.text),
+            ]))
+        }
     }
 
-    /// Updates the given fields; nil leaves a field unchanged. Takes effect for notifications
-    /// already queued too (R-APP-2: the policy is read at send time). Returns nil for an unknown app.
+    /// Updates the given fields through `push_app_update` (sql/0006); nil leaves a field unchanged.
+    /// Takes effect for notifications already queued too (R-APP-2: the policy is read at send
+    /// time); turning `require_encryption` off records `push_app.encryption_disabled`. Returns nil
+    /// for an unknown or deleted app.
+    /// - Throws: `PushError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
     public func appUpdate(id: UUID, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, name: String? = nil) throws -> PushApp? {
-        let r = try connection.exec(RegistryQueries.appUpdate, [
-            .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-            placeholderBody.map(PGValue.text), name.map(PGValue.text),
-        ])
-        return r.rowCount == 0 ? nil : try Self.decode(r)
+        do {
+            return try StoreErrors.mapped {
+                try Self.decode(connection.exec(RegistryQueries.appUpdate, [
+                    .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
+                    placeholderBody.map(PGValue.text), name.map(PGValue.text),
+                ]))
+            }
+        } catch let e as PushError where e.code == .notFound {
+            return nil
+        }
     }
 
     /// The app, or nil.
@@ -54,6 +71,7 @@ public final class AppStore {
         PushApp(id: try r.uuid(0, "id"), name: try r.string(0, "name"),
                 requireEncryption: try r.bool(0, "require_encryption"),
                 placeholderTitle: try r.string(0, "placeholder_title"),
-                placeholderBody: try r.string(0, "placeholder_body"), deleted: try r.bool(0, "deleted"))
+                placeholderBody: try r.string(0, "placeholder_body"), deleted: try r.bool(0, "deleted"),
+                createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
     }
 }

@@ -25,10 +25,11 @@ public final class DeviceRegistry {
     /// registrations is retried (up to `maxRegistrationAttempts` runs, 5 to 80 ms apart with jitter),
     /// so it never reaches the caller unless it persists; inside one, the transaction is already
     /// aborted and the error is thrown for the caller to retry the whole block.
-    /// - Returns: the device id, whether it was created or reactivated, and the user's devices
-    ///   deactivated with `DEVICE_LIMIT` (R-DEV-5).
+    /// - Returns: the device as stored (`device`), whether it was created or reactivated, and the
+    ///   user's devices deactivated with `DEVICE_LIMIT` (R-DEV-5).
     /// - Throws: `PushError` `PUSH_DEVICE_LIMIT` (R-DEV-6, HTTP 409 in the API), `NOT_FOUND` for
-    ///   an unknown or deleted app; `PGError` on database failure.
+    ///   an unknown or deleted app, `VALIDATION_ERROR` naming a field out of the bounds of
+    ///   `push_register_device_v2` (sql/0006); `PGError` on database failure.
     public func register(appID: UUID, _ d: DeviceRegistration) throws -> RegistrationResult {
         var raw: [UInt8]? = nil, kid: String? = nil
         if case .set(let r, let k) = d.key { raw = r; kid = k }
@@ -43,9 +44,14 @@ public final class DeviceRegistry {
         while true {
             do {
                 let r = try connection.exec(RegistryQueries.registerDevice, params)
-                return RegistrationResult(deviceID: try r.uuid(0, "device_id"), created: try r.bool(0, "created"),
+                let device = StoredDevice(
+                    id: try r.uuid(0, "device_id"), appID: try r.uuid(0, "app_id"), platform: try r.string(0, "platform"),
+                    userID: try r.string(0, "user_id"), apnsEnvironment: try r.decode(0, "apns_environment"),
+                    active: try r.bool(0, "active"), encryptionKeyID: try r.decode(0, "kid"),
+                    createdAt: try r.date(0, "created_at"), lastRegisteredAt: try r.date(0, "last_registered_at"))
+                return RegistrationResult(deviceID: device.id, created: try r.bool(0, "created"),
                                           reactivated: try r.bool(0, "reactivated"),
-                                          evicted: try PGArrayText.uuids(r.string(0, "evicted")))
+                                          evicted: try PGArrayText.uuids(r.string(0, "evicted")), device: device)
             } catch let e as PGError {
                 if let domain = Self.domainError(e) { throw domain }
                 guard Self.isConcurrencyConflict(e), attempt < Self.maxRegistrationAttempts,
@@ -91,12 +97,6 @@ public final class DeviceRegistry {
         Thread.sleep(forTimeInterval: (base + Double.random(in: 0...(base / 2))) / 1000)
     }
 
-    /// Maps `CODE: message` errors raised by the SQL functions to `PushError`.
-    public static func domainError(_ e: PGError) -> PushError? {
-        guard e.sqlState == "P0001", let colon = e.message.firstIndex(of: ":") else { return nil }
-        let word = String(e.message[..<colon]).trimmingCharacters(in: .whitespaces)
-        let rest = String(e.message[e.message.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-        guard let code = ErrorCode(rawValue: word) else { return nil }
-        return PushError(code, rest)
-    }
+    /// Maps `CODE: message` errors raised by the SQL functions to `PushError` (see `StoreErrors`).
+    public static func domainError(_ e: PGError) -> PushError? { StoreErrors.domainError(e) }
 }

@@ -6,9 +6,9 @@ public struct LedgerViolation: Sendable, Equatable, Codable {
     /// `NET_MISMATCH`, `DEVICE_COUNT_MISMATCH`.
     public var violation: String
     /// The notification concerned.
-    public var notificationID: UUID
+    @LowercaseUUID public var notificationID: UUID
     /// The device concerned; nil for a notification-level violation (`DEVICE_COUNT_MISMATCH`).
-    public var deviceID: UUID?
+    @LowercaseOptionalUUID public var deviceID: UUID?
     /// Human detail (counts, the delivery's ending, what it nets and should net).
     public var detail: String
 }

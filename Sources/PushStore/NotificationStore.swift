@@ -34,14 +34,14 @@ public struct EnqueueRequest: Sendable {
 /// A notification with its deliveries and ledger, for `pushfleet notifications show`.
 public struct NotificationReport: Sendable, Codable {
     public struct Delivery: Sendable, Codable {
-        public var deviceID: UUID
+        @LowercaseUUID public var deviceID: UUID
         public var status: String
         public var errorCode: String?
         public var errorDetail: String?
         public var encrypted: Bool
         public var provider: String?
         public var providerMessageID: String?
-        public var apnsID: UUID
+        @LowercaseUUID public var apnsID: UUID
         public var attempts: Int
         public var nextAttemptAt: Date?
         /// Test mode: the exact payload bytes it would have sent (R-MODE-2): UTF-8 text for APNs and
@@ -51,12 +51,12 @@ public struct NotificationReport: Sendable, Codable {
         public var payloadBytes: Int?
     }
     public struct LedgerRow: Sendable, Codable {
-        public var deviceID: UUID
+        @LowercaseUUID public var deviceID: UUID
         public var kind: String
         public var reason: String?
     }
-    public var id: UUID
-    public var appID: UUID
+    @LowercaseUUID public var id: UUID
+    @LowercaseUUID public var appID: UUID
     public var mode: String
     public var status: String
     public var encrypted: Bool?
@@ -89,8 +89,10 @@ public final class NotificationStore {
     }
 
     /// Enqueues through `push_enqueue` (charges, job, NOTIFY, idempotency). Returns the id and
-    /// whether it was created. Throws `PGError` whose message starts with the stable code
-    /// (`VALIDATION_ERROR: ...`, `PUSH_PAYLOAD_TOO_LARGE: ...`, `NOT_FOUND: ...`).
+    /// whether it was created (false: a replay of the idempotency key, answered with the first
+    /// notification). Throws `PGError` whose message starts with the stable code
+    /// (`VALIDATION_ERROR: ...`, `PUSH_PAYLOAD_TOO_LARGE: ...`, `NOT_FOUND: ...`,
+    /// `IDEMPOTENCY_KEY_REUSED: ...`; `StoreErrors.domainError` reads it).
     public func enqueue(_ q: EnqueueRequest, now: Date? = nil) throws -> (id: UUID, created: Bool) {
         let r = try connection.exec(RegistryQueries.enqueue, [
             .uuid(q.appID), .text(q.mode), .textArray(q.userIDs), q.deviceIDs.map { .uuidArray($0) },
@@ -110,6 +112,45 @@ public final class NotificationStore {
             return text
         }
         return "base64url:" + Base64URL.encode(bytes)
+    }
+
+    /// The app and the devices a notification of `appID`/`mode` to `userIDs` (narrowed to
+    /// `deviceIDs` when given) would target now, in one round trip: the acceptance size check's
+    /// inputs (R-SEND-7). Nil when the app does not exist (a deleted one is returned, `deleted`).
+    public func sendPreview(appID: UUID, mode: String, userIDs: [String],
+                            deviceIDs: [UUID]?) throws -> (app: PushApp, audience: [AudienceDevice])? {
+        let r = try connection.exec(RegistryQueries.sendPreview, [
+            .uuid(appID), .text(mode), .textArray(userIDs), deviceIDs.map { .uuidArray($0) },
+        ])
+        if r.rowCount == 0 { return nil }
+        let app = PushApp(id: try r.uuid(0, "app_id"), name: try r.string(0, "name"),
+                          requireEncryption: try r.bool(0, "require_encryption"),
+                          placeholderTitle: try r.string(0, "placeholder_title"),
+                          placeholderBody: try r.string(0, "placeholder_body"), deleted: try r.bool(0, "deleted"),
+                          createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
+        var audience: [AudienceDevice] = []
+        for i in r.rows where try !r.isNull(i, "id") {
+            audience.append(AudienceDevice(id: try r.uuid(i, "id"), platform: try r.string(i, "platform"),
+                                           address: try r.string(i, "address"),
+                                           apnsEnvironment: try r.decode(i, "apns_environment"),
+                                           publicKey: try r.decode(i, "public_key"), kid: try r.decode(i, "kid")))
+        }
+        return (app, audience)
+    }
+
+    /// The notification an idempotency key names in an app and mode, or nil (R-SEND-1).
+    /// `push_notifications_idempotency_key`.
+    public func notificationID(appID: UUID, mode: String, idempotencyKey: String) throws -> UUID? {
+        let r = try connection.exec(RegistryQueries.notificationByIdempotencyKey,
+                                    [.uuid(appID), .text(mode), .text(idempotencyKey)])
+        return r.rowCount == 0 ? nil : try r.uuid(0, "id")
+    }
+
+    /// A notification's app, mode and status, or nil when there is none (for scoping a cancel).
+    public func scope(id: UUID) throws -> (appID: UUID, mode: String, status: String)? {
+        let r = try connection.exec(RegistryQueries.notificationScope, [.uuid(id)])
+        if r.rowCount == 0 { return nil }
+        return (try r.uuid(0, "app_id"), try r.string(0, "mode"), try r.string(0, "status"))
     }
 
     /// The devices `q` would target now (for the acceptance size check).

@@ -18,6 +18,8 @@ extension PGQueueStore {
                 switch try r.string(i, "outcome") {
                 case "lease_lost":
                     out[id] = .leaseLost
+                case "orphaned":
+                    out[id] = .orphaned
                 case "not_pending":
                     out[id] = .notPending(try r.decode(i, "status"))
                 case "started":
@@ -82,9 +84,10 @@ extension PGQueueStore {
                 var finals: [(UUID, NotificationOutcome)] = []
                 for i in r.rows {
                     let jobID = try r.int64(i, "job_id")
-                    guard try r.string(i, "outcome") == "recorded" else {
-                        results[jobID] = .leaseLost
-                        continue
+                    switch try r.string(i, "outcome") {
+                    case "recorded": break
+                    case "orphaned": results[jobID] = .orphaned; continue
+                    default: results[jobID] = .leaseLost; continue
                     }
                     let remaining = try r.int(i, "remaining_batches")
                     let hasSMS = try r.bool(i, "has_sms")

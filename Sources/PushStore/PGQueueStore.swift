@@ -51,6 +51,13 @@ public final class PGQueueStore: QueueStore {
             ])
             let columns = try ClaimColumns(r)
             return try r.rows.compactMap { i in
+                // A job that can never run (its notification or app row missing: ORPHANED_JOB; a stored
+                // text over 65,536 bytes: OVERSIZED_ROW) is set aside at once, never loaded.
+                if let problem: String = try r.decode(i, columns.problem) {
+                    _ = try jobDiscard(JobLease(id: try r.int64(i, columns.id), token: try r.uuid(i, columns.leaseToken)),
+                                       error: problem)
+                    return nil
+                }
                 do {
                     return try Self.claimedJob(r, i, columns)
                 } catch let error as PGError where error.code == .decode {

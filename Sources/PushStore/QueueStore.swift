@@ -27,7 +27,9 @@ public protocol QueueStore: AnyObject {
 
     /// Claims due jobs (see `ClaimRequest`), leased and committed at once. A claimed row that
     /// cannot be decoded fails its own job (`UNDECODABLE_ROW`, retried after `JobRetryPolicy`'s
-    /// delay) and is left out; the rest of the claim goes on.
+    /// delay) and is left out; a job that can never run (its notification or app row missing:
+    /// `ORPHANED_JOB`; a stored text over 65,536 bytes: `OVERSIZED_ROW`) is set aside at once and
+    /// left out; the rest of the claim goes on.
     func jobClaim(_ request: ClaimRequest) throws -> [ClaimedJob]
     /// Extends the leases still held by these tokens by `leaseSeconds` from now; returns their ids.
     func jobHeartbeat(_ leases: [JobLease], leaseSeconds: Double) throws -> Set<Int64>
@@ -126,6 +128,8 @@ public enum StartOutcome: Sendable, Equatable {
     case leaseLost
     /// The notification is no longer pending (`NOT_PENDING`): the job can never start.
     case notPending(NotificationState)
+    /// The job's notification row is missing (`ORPHANED_JOB`): the job can never run.
+    case orphaned
 }
 
 /// The record's answer for one job.
@@ -134,6 +138,8 @@ public enum RecordOutcome: Sendable, Equatable {
     case recorded(BatchRecordResult)
     /// The lease is no longer this claim's (`LEASE_LOST`): nothing of this job was written.
     case leaseLost
+    /// The job's notification row is missing (`ORPHANED_JOB`): nothing was written.
+    case orphaned
 }
 
 /// A queue store call that failed (see `QueueStore`).

@@ -64,7 +64,7 @@ public final class BatchProcessor {
     /// answers classified. Outputs are in the order of `inputs`.
     public func processMany(_ inputs: [Input], now: Date) -> [Output] {
         var outputs = [Output](repeating: ([], CredentialChanges()), count: inputs.count)
-        let writers = providers.payloadWriters
+        let planning = providers.planning
         var statesByApp: [UUID: CredentialStates] = [:]
         var work: [WorkItem] = []
 
@@ -99,7 +99,7 @@ public final class BatchProcessor {
                                           placeholders: AppPlaceholders(title: input.job.app.placeholderTitle,
                                                                         body: input.job.app.placeholderBody),
                                           requireEncryption: input.encrypted, mode: mode,
-                                          invalidCredentials: states.unusable, writers: writers)
+                                          invalidCredentials: states.unusable, platforms: planning)
             let expiry = Expiry(accepted: n.acceptedAt, sendAt: n.sendAt, ttlSeconds: n.ttlSeconds)
             for d in devices {
                 if Self.isFinal(d) { continue }

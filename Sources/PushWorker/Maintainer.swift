@@ -4,7 +4,7 @@ import PushStore
 /// Retention and cleanup, run by one worker of the fleet at a time (a session advisory lock,
 /// `MaintenanceStore.withMaintenanceLock`): finished jobs pruned, old deliveries and delivered
 /// outbox events deleted, devices deactivated more than 30 days ago deleted (R-DEV-7; their
-/// delivery history stays), and the content of final notifications erased (title, body, data),
+/// delivery history stays), and the content of final notifications erased (title, body, data, sound, thread id),
 /// so the database does not keep what the envelope protects. Every step deletes in bounded
 /// batches (`batchLimit` rows per statement, at most `maxBatchesPerRun` statements per step).
 public final class Maintainer {

@@ -56,18 +56,22 @@ public struct MetricsServerError: Error, CustomStringConvertible, Sendable {
 /// `/readyz` (200 when `metrics.ready` is 1, else 503), 404 for any other path, 405 for any other
 /// method. MHD serves from its own polling thread (epoll) with at most `connectionLimit`
 /// connections, at most `perClientLimit` from one address, each dropped after `timeoutSeconds`
-/// idle: a slow or garbage client never reaches the worker's threads, and one client holding
-/// connections open cannot lock out another address's probes or scrapes. MHD's own messages are
-/// JSON log lines (`metrics.http`). Owns the `MHD_Daemon` (stopped by `stop()` or `deinit`).
+/// idle; every request must be answered within `deadlineSeconds` of its connection's accept (or of
+/// the previous request's end) whatever the client's pace, and past `softLimit` open connections
+/// each new one shuts the oldest down. So slow clients (one header line every 2 s from 33
+/// addresses, issue 13) neither hold slots for long nor fill them: a probe, answered in
+/// milliseconds, is never the oldest and always gets in. A slow or garbage client never reaches
+/// the worker's threads. MHD's own messages are JSON log lines (`metrics.http`). Owns the daemon
+/// (stopped by `stop()` or `deinit`).
 public final class MetricsServer: @unchecked Sendable {
     /// The port actually bound (the one asked for, or the kernel's pick for port 0).
     public let port: UInt16
     private let handler: Handler
     private let lock = NSLock()
-    private var daemon: OpaquePointer?
+    private var server: OpaquePointer?
 
-    private init(daemon: OpaquePointer, port: UInt16, handler: Handler) {
-        self.daemon = daemon
+    private init(server: OpaquePointer, port: UInt16, handler: Handler) {
+        self.server = server
         self.port = port
         self.handler = handler
     }
@@ -78,29 +82,45 @@ public final class MetricsServer: @unchecked Sendable {
     ///   - connectionLimit: simultaneous connections (default 512); more are refused by MHD.
     ///   - perClientLimit: simultaneous connections from one client address (default 16).
     ///   - timeoutSeconds: idle time after which a connection is closed (default 5 s).
+    ///   - deadlineSeconds: time a request has from its connection's accept (or the previous
+    ///     request's end) to the end of its answer (default 5 s).
+    ///   - softLimit: open connections past which each new one shuts the oldest down (default
+    ///     `connectionLimit` less an eighth, at least 8 less).
     /// - Throws: `MetricsServerError` code `METRICS_START` when the port cannot be bound.
     public static func start(address: MetricsAddress, metrics: WorkerMetrics, connectionLimit: UInt32 = 512,
-                             perClientLimit: UInt32 = 16, timeoutSeconds: UInt32 = 5) throws -> MetricsServer {
+                             perClientLimit: UInt32 = 16, timeoutSeconds: UInt32 = 5, deadlineSeconds: Double = 5,
+                             softLimit: UInt32? = nil) throws -> MetricsServer {
         metrics.preregisterSeries()
         let handler = Handler(metrics: metrics)
         let cls = Unmanaged.passUnretained(handler).toOpaque()
-        guard let d = cpush_mhd_start(address.port, address.loopbackOnly ? 1 : 0, metricsAccessHandler, cls,
-                                      connectionLimit, perClientLimit, timeoutSeconds) else {
+        let soft = softLimit ?? (connectionLimit > 16 ? connectionLimit - max(8, connectionLimit / 8) : connectionLimit)
+        guard let s = cpush_mhd_start(address.port, address.loopbackOnly ? 1 : 0, metricsAccessHandler, cls,
+                                      connectionLimit, perClientLimit, timeoutSeconds, deadlineSeconds, soft) else {
             throw MetricsServerError(code: "METRICS_START",
                                      message: "cannot listen on \(address.loopbackOnly ? "127.0.0.1" : "0.0.0.0"):\(address.port) (port in use?)")
         }
-        let bound = cpush_mhd_bound_port(d)
-        return MetricsServer(daemon: d, port: bound == 0 ? address.port : bound, handler: handler)
+        let bound = cpush_mhd_bound_port(s)
+        return MetricsServer(server: s, port: bound == 0 ? address.port : bound, handler: handler)
     }
 
-    /// Stops the daemon (waits for its thread); idempotent.
-    public func stop() {
-        let d = lock.withLock { () -> OpaquePointer? in
-            let d = daemon
-            daemon = nil
-            return d
+    /// Connections cut so far: past their deadline, and shut down to make room (oldest first).
+    public var cutConnections: (deadline: Int, evicted: Int) {
+        lock.withLock {
+            guard let server else { return (0, 0) }
+            var deadline: UInt = 0, evicted: UInt = 0
+            cpush_mhd_cut_counts(server, &deadline, &evicted)
+            return (Int(deadline), Int(evicted))
         }
-        if let d { MHD_stop_daemon(d) }
+    }
+
+    /// Stops the daemon (waits for its threads); idempotent.
+    public func stop() {
+        let s = lock.withLock { () -> OpaquePointer? in
+            let s = server
+            server = nil
+            return s
+        }
+        if let s { cpush_mhd_stop(s) }
     }
 
     deinit { stop() }

@@ -6,7 +6,8 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0010_typed_record is the newest migration it uses.
+    /// The schema version this build needs: sql/0010_typed_record is the newest migration it uses
+    /// (its queue functions take their locks in the order of sql/LOCK_ORDER.md).
     public static let requiredSchemaVersion = 10
 
     /// Why a database is not fit for work.

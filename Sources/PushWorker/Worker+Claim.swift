@@ -76,6 +76,8 @@ extension Worker {
             case .leaseLost?:
                 keeper.release(job.id)
                 log.warn("batch.lease_lost", ["job_id": job.id])
+            case .orphaned?:
+                setAside(job, "ORPHANED_JOB: job \(job.id) has no notification row", store: store)
             case .notPending(let state)?:
                 setAside(job, "NOT_PENDING: notification \(job.notification.id.uuidString.lowercased()) is \(state.rawValue)",
                          store: store)
@@ -252,11 +254,16 @@ extension Worker {
         }
         var devices = 0, finished = 0, recorded = 0
         for o in outcomes {
-            keeper.release(o.job.id)
             guard case .recorded(let r)? = results[o.job.id] else {
-                log.warn("batch.lease_lost", ["job_id": o.job.id, "deferred": deferred])
+                if results[o.job.id] == .orphaned {
+                    setAside(o.job, "ORPHANED_JOB: job \(o.job.id) has no notification row", store: store)
+                } else {
+                    log.warn("batch.lease_lost", ["job_id": o.job.id, "deferred": deferred])
+                }
+                keeper.release(o.job.id)
                 continue
             }
+            keeper.release(o.job.id)
             recorded += 1
             count(o.records, credentials: o.credentials)
             devices += o.records.count

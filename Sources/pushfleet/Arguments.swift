@@ -98,16 +98,17 @@ struct Arguments {
     }
 
     /// Parses RFC 3339 / ISO 8601 instants (`2026-11-29T12:00:00Z`, with fractional seconds or an
-    /// offset) and relative forms `+30s`, `+5m`, `+2h`. Throws a usage error otherwise.
+    /// offset) and relative forms `+30s`, `+5m`, `+2h` (a finite, non-negative number). Throws a
+    /// usage error otherwise; a far time (`+1e300s`) is a date the acceptance refuses, never a trap.
     func date(_ name: String, now: Date = Date()) throws -> Date? {
         guard let v = value(name) else { return nil }
-        if v.hasPrefix("+"), let unit = v.last, let n = Double(v.dropFirst().dropLast()), n >= 0 {
-            switch unit {
-            case "s": return now.addingTimeInterval(n)
-            case "m": return now.addingTimeInterval(n * 60)
-            case "h": return now.addingTimeInterval(n * 3600)
-            default: break
+        if v.hasPrefix("+") {
+            let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+            guard let unit = v.last, let scale = units[unit], let n = Double(v.dropFirst().dropLast()),
+                  n.isFinite, n >= 0, (n * scale).isFinite else {
+                throw CLIError.usage("--\(name): a relative time is +N followed by s, m or h, N a finite number, got \(v.prefix(40))")
             }
+            return now.addingTimeInterval(n * scale)
         }
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -115,6 +116,26 @@ struct Arguments {
         f.formatOptions = [.withInternetDateTime]
         if let d = f.date(from: v) { return d }
         throw CLIError.usage("--\(name): unparseable time \"\(v.prefix(40))\" (use RFC 3339, e.g. 2026-11-29T12:00:00Z, or +30s)")
+    }
+}
+
+/// The process arguments read from their bytes, so that invalid UTF-8 is refused rather than
+/// replaced (`CommandLine.arguments` decodes with U+FFFD).
+enum RawArguments {
+    /// The arguments after the program name, and the index of the first that is not valid UTF-8.
+    static func read() -> (arguments: [String], firstInvalid: Int?) {
+        var out: [String] = []
+        var invalid: Int?
+        for i in 1 ..< Int(CommandLine.argc) {
+            guard let p = CommandLine.unsafeArgv[i] else { continue }
+            if let s = String(validatingCString: p) {
+                out.append(s)
+            } else {
+                if invalid == nil { invalid = out.count }
+                out.append(String(decoding: UnsafeRawBufferPointer(start: p, count: strlen(p)), as: UTF8.self))
+            }
+        }
+        return (out, invalid)
     }
 }
 

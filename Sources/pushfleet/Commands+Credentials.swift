@@ -95,7 +95,7 @@ extension Commands {
             out.emit(KV(fields: ["removed": kind.rawValue])) { "removed the \(kind.rawValue) set" }
         case "rotate-key":
             let n = try CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment(env)).rotateKey()
-            out.emit(KV(fields: ["resealed": String(n)])) { "re-sealed \(n) credential set(s) under \(CredentialKeys.currentVariable)" }
+            out.emit(ResealOutput(resealed: n)) { "re-sealed \(n) credential set(s) under \(CredentialKeys.currentVariable)" }
         default:
             print(credentialsHelp)
             if !args.flag("help") { throw CLIError.usage("apps credentials: give set, show, remove or rotate-key") }

@@ -1,7 +1,6 @@
 import Foundation
 import PushCore
 import PushCrypto
-import PushProviders
 import PushStore
 import PushWorker
 
@@ -16,7 +15,7 @@ enum Commands {
 
     static func connect() throws -> PGConnection { try PGConnection.connect(try databaseURL()) }
 
-    static func domainError(_ e: PGError) -> PushError? { DeviceRegistry.domainError(e) }
+    static func domainError(_ e: PGError) -> PushError? { StoreErrors.domainError(e) }
 
     // MARK: - migrate
 
@@ -29,8 +28,7 @@ enum Commands {
         if report.databaseIsAhead {
             FileHandle.standardError.write(Data("warning: the database schema (version \(report.databaseVersion)) is newer than this release knows (\(report.latestKnownVersion)); nothing applied\n".utf8))
         }
-        out.emit(KV(fields: ["applied": report.applied.map(String.init).joined(separator: ","),
-                             "version": String(report.databaseVersion)])) {
+        out.emit(MigrateOutput(applied: report.applied, version: report.databaseVersion)) {
             report.applied.isEmpty ? "schema up to date (version \(report.databaseVersion))"
                 : "applied migrations \(report.applied.map(String.init).joined(separator: ", ")); schema version \(report.databaseVersion)"
         }
@@ -108,169 +106,6 @@ enum Commands {
         withExtendedLifetime(sources) {}
     }
 
-    // MARK: - apps
-
-    static func apps(_ sub: String, _ args: Arguments, _ out: Output) throws {
-        let store = AppStore(connection: try connect())
-        let app: PushApp?
-        switch sub {
-        case "create":
-            app = try store.appCreate(name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
-                                      placeholderTitle: args.value("placeholder-title"),
-                                      placeholderBody: args.value("placeholder-body"))
-        case "update":
-            let id = try appID(args, position: 2)
-            app = try store.appUpdate(id: id, requireEncryption: try args.bool("require-encryption"),
-                                      placeholderTitle: args.value("placeholder-title"),
-                                      placeholderBody: args.value("placeholder-body"), name: args.value("name"))
-        case "show":
-            app = try store.appGet(id: try appID(args, position: 2))
-        case "delete":
-            let id = try appID(args, position: 2)
-            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(id.uuidString.lowercased())") }
-            app = try store.appGet(id: id)
-        default:
-            throw CLIError.usage("apps \(sub.prefix(20)): unknown; see pushfleet apps --help")
-        }
-        guard let app else { throw PushError(.notFound, "no such push app") }
-        out.emit(app) {
-            "app \(app.id.uuidString.lowercased())  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.deleted ? "  (deleted)" : "")"
-        }
-    }
-
-    static func appID(_ args: Arguments, position: Int) throws -> UUID {
-        let text = args.positional.count > position ? args.positional[position] : args.value("app")
-        guard let text, let id = UUID(uuidString: text) else { throw CLIError.usage("give the app id (a UUID)") }
-        return id
-    }
-
-    // MARK: - devices
-
-    static func devices(_ sub: String, _ args: Arguments, _ out: Output) throws {
-        guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
-        let modeText = try args.required("mode")
-        guard let mode = Mode(rawValue: modeText) else { throw PushError(.validationError, "mode: must be test or live") }
-        if args.flag("remove-key") && args.value("encryption-public-key") != nil {
-            throw CLIError.usage("--remove-key and --encryption-public-key contradict each other: give one")
-        }
-        let registry = DeviceRegistry(connection: try connect())
-        switch sub {
-        case "register":
-            let key: String?? = args.flag("remove-key") ? .some(nil)
-                : args.value("encryption-public-key").map { .some($0) } ?? .none
-            let reg = try DeviceRegistration.validate(
-                mode: modeText, platform: try args.required("platform"), token: args.value("token"),
-                userID: try args.required("user"), apnsEnvironment: args.value("apns-environment"),
-                encryptionPublicKey: key, subscriptionEndpoint: args.value("endpoint"),
-                subscriptionP256dh: args.value("p256dh"), subscriptionAuth: args.value("auth"),
-                platforms: ProviderTable.standard.addressing, allowLoopbackEndpoints: args.flag("allow-loopback-endpoints"))
-            let r = try registry.register(appID: app, reg)
-            out.emit(r) {
-                "device \(r.deviceID.uuidString.lowercased())\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
-            }
-        case "delete":
-            guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
-                throw CLIError.usage("give the device id")
-            }
-            guard try registry.delete(appID: app, mode: mode, deviceID: id) else {
-                throw PushError(.notFound, "no active device \(id) in this app and mode")
-            }
-            out.emit(KV(fields: ["deleted": id.uuidString.lowercased()])) { "device \(id.uuidString.lowercased()) deactivated" }
-        case "list":
-            let list = try registry.list(appID: app, mode: mode, userID: args.value("user"), active: try args.bool("active"))
-            out.emit(list) {
-                list.map { d in
-                    "\(d.id.uuidString.lowercased())  \(d.platform)  user=\(d.userID)  kid=\(d.encryptionKeyID ?? "-")  \(d.active ? "active" : "inactive(\(d.deactivationReason ?? "?"))")"
-                }.joined(separator: "\n")
-            }
-        default:
-            throw CLIError.usage("devices \(sub.prefix(20)): unknown; see pushfleet devices --help")
-        }
-    }
-
-    // MARK: - send
-
-    static func send(_ args: Arguments, _ out: Output) throws {
-        guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
-        var q = EnqueueRequest(appID: app, mode: try args.required("mode"), userIDs: args.values("user"))
-        guard Mode(rawValue: q.mode) != nil else { throw PushError(.validationError, "mode: must be test or live") }
-        guard !q.userIDs.isEmpty else { throw CLIError.usage("--user is required (repeat it for several users)") }
-        // R-DEV-1: a user id is 1 to 255 characters; no device can belong to any other.
-        if let bad = q.userIDs.first(where: { $0.isEmpty || $0.count > 255 }) {
-            throw PushError(.validationError, "user: must be 1 to 255 characters, got \(bad.count)")
-        }
-        let devices = try args.values("device").map { text -> UUID in
-            guard let u = UUID(uuidString: text) else { throw CLIError.usage("--device must be a UUID") }
-            return u
-        }
-        q.deviceIDs = devices.isEmpty ? nil : devices
-        q.title = args.value("title")
-        q.body = args.value("body")
-        q.data = args.value("data")
-        q.badge = try args.int("badge")
-        q.sound = args.value("sound")
-        q.threadID = args.value("thread-id")
-        q.collapseKey = args.value("collapse-key")
-        q.priority = args.value("priority")
-        q.sendAt = try args.date("send-at")
-        q.ttlSeconds = try args.int("ttl")
-        q.idempotencyKey = args.value("idempotency-key")
-        q.smsPhone = args.value("sms-phone")
-        q.smsText = args.value("sms-text")
-        if let p = q.priority, Priority(rawValue: p) == nil {
-            throw PushError(.validationError, "priority: must be high or normal")
-        }
-
-        let conn = try connect()
-        // The exact 4096-byte rule (R-SEND-7), against the largest payload among the targeted devices.
-        let content = NotificationContent(title: q.title, body: q.body, data: try q.data.map(JSONParser.parseDataObject),
-                                          badge: q.badge, sound: q.sound, threadId: q.threadID,
-                                          collapseKey: q.collapseKey, priority: Priority(rawValue: q.priority ?? "high") ?? .high)
-        try content.validate()
-        guard let appRow = try AppStore(connection: conn).appGet(id: app), !appRow.deleted else {
-            throw PushError(.notFound, "no push app \(app.uuidString.lowercased())")
-        }
-        let store = NotificationStore(connection: conn)
-        let audience = try store.audiencePreview(q)
-        let planner = DeliveryPlanner(content: content,
-                                      placeholders: AppPlaceholders(title: appRow.placeholderTitle, body: appRow.placeholderBody),
-                                      requireEncryption: appRow.requireEncryption, mode: Mode(rawValue: q.mode) ?? .test,
-                                      writers: ProviderTable.standard.payloadWriters)
-        let snapshots = audience.map {
-            DeviceSnapshot(platform: Platform(rawValue: $0.platform), token: $0.address,
-                           apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
-                           publicKey: $0.publicKey, kid: $0.kid)
-        }
-        if let worst = planner.acceptanceSizeCheck(devices: snapshots), let error = worst.error { throw error }
-        let (id, created) = try store.enqueue(q)
-        out.emit(KV(fields: ["notification_id": id.uuidString.lowercased(), "created": String(created)])) {
-            created ? id.uuidString.lowercased() : "\(id.uuidString.lowercased()) (idempotency key seen before: the first notification)"
-        }
-    }
-
-    // MARK: - notifications
-
-    static func notifications(_ sub: String, _ args: Arguments, _ out: Output) throws {
-        guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
-            throw CLIError.usage("give the notification id")
-        }
-        let store = NotificationStore(connection: try connect())
-        let shown = id.uuidString.lowercased()
-        switch sub {
-        case "show":
-            guard let r = try store.report(id: id) else { throw PushError(.notFound, "no notification \(shown)") }
-            out.emit(r) { Report.text(r) }
-        case "cancel":
-            guard try store.cancel(id: id) else {
-                guard try store.report(id: id) != nil else { throw PushError(.notFound, "no notification \(shown)") }
-                throw PushError(.validationError, "notification \(shown) cannot be cancelled: its send time has come or it is final")
-            }
-            out.emit(KV(fields: ["cancelled": id.uuidString.lowercased()])) { "cancelled \(id.uuidString.lowercased()) (refunded)" }
-        default:
-            throw CLIError.usage("notifications \(sub.prefix(20)): unknown")
-        }
-    }
-
     // MARK: - stats and jobs
 
     static func stats(_ args: Arguments, _ out: Output) throws {
@@ -303,7 +138,7 @@ enum Commands {
         case "retry":
             guard args.positional.count > 2, let id = Int64(args.positional[2]) else { throw CLIError.usage("give the job id") }
             guard try PGQueueStore(connection: try connect()).jobRetry(id: id) else { throw PushError(.notFound, "no discarded job \(id)") }
-            out.emit(KV(fields: ["retried": String(id)])) { "job \(id) is available again" }
+            out.emit(RetryOutput(retried: id)) { "job \(id) is available again" }
         default:
             throw CLIError.usage("jobs \(sub.prefix(20)): unknown")
         }

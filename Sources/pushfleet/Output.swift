@@ -1,47 +1,80 @@
 import Foundation
+import PushAcceptance
+import PushStore
 
-/// Prints results for people (text) or scripts (`--json`: one JSON document on stdout).
+/// Prints results for people (text) or scripts (`--json`: one JSON document on stdout). Ids are
+/// lower case by type (`LowercaseUUID`), never by rewriting the text; booleans and numbers are JSON
+/// booleans and numbers in every command.
 struct Output {
     let json: Bool
 
     func emit<T: Encodable>(_ value: T, text: () -> String) {
         if json {
-            let e = JSONEncoder()
-            e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            e.dateEncodingStrategy = .iso8601
-            e.keyEncodingStrategy = .convertToSnakeCase
-            if let data = try? e.encode(value) {
-                // Foundation writes UUIDs upper-case; the text output, PostgreSQL and APNs use lower-case.
-                let text = String(decoding: data, as: UTF8.self)
-                FileHandle.standardOutput.write(Data(Self.lowercasingUUIDs(text).utf8))
+            if let data = try? Self.encoder.encode(value) {
+                FileHandle.standardOutput.write(data)
                 FileHandle.standardOutput.write(Data("\n".utf8))
             }
         } else {
             print(text())
         }
     }
-}
 
-extension Output {
-    /// Lower-cases every canonical UUID in `text`.
-    static func lowercasingUUIDs(_ text: String) -> String {
-        guard let re = try? NSRegularExpression(pattern: "[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}") else {
-            return text
-        }
-        var out = text
-        for m in re.matches(in: text, range: NSRange(text.startIndex..., in: text)).reversed() {
-            if let r = Range(m.range, in: out) { out.replaceSubrange(r, with: out[r].lowercased()) }
-        }
-        return out
+    static var encoder: JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        e.dateEncodingStrategy = .iso8601
+        e.keyEncodingStrategy = .convertToSnakeCase
+        return e
     }
 }
 
-/// `{"key": value}` for small JSON answers.
+/// `{"key": "value"}` for small answers whose values are all strings (ids, names).
 struct KV: Encodable {
     var fields: [String: String]
     func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(fields)
+    }
+}
+
+/// `pushfleet migrate --json`: the versions applied and the schema version, as numbers.
+struct MigrateOutput: Encodable {
+    var applied: [Int]
+    var version: Int
+}
+
+/// `pushfleet jobs retry --json`.
+struct RetryOutput: Encodable {
+    var retried: Int64
+}
+
+/// `pushfleet apps credentials rotate-key --json`.
+struct ResealOutput: Encodable {
+    var resealed: Int
+}
+
+/// `pushfleet send --json`: `created` is a boolean (true: a new notification; false: a replay of
+/// the idempotency key answered with the first one, `replayed` true).
+struct SendOutput: Encodable {
+    @LowercaseUUID var notificationID: UUID
+    var created: Bool
+    var replayed: Bool
+}
+
+/// `pushfleet devices register --json`: the device as stored, and what the registration did.
+struct RegisterOutput: Encodable {
+    @LowercaseUUID var deviceID: UUID
+    var created: Bool
+    var reactivated: Bool
+    @LowercaseUUIDs var evicted: [UUID]
+    var device: StoredDevice
+
+    init(_ r: DeviceRegistrationResult) {
+        deviceID = r.device.id
+        created = r.created
+        reactivated = r.reactivated
+        evicted = r.evicted
+        device = r.device
     }
 }
 

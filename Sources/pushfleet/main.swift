@@ -1,4 +1,5 @@
 import Foundation
+import PushAcceptance
 import PushCore
 import PushCrypto
 import PushStore
@@ -7,19 +8,29 @@ import PushWorker
 // pushfleet command line. Exit codes: 0 ok, 1 refused / failed (stable code on stderr), 64 usage.
 
 setvbuf(stdout, nil, _IOLBF, 0)
-let argv = Array(CommandLine.arguments.dropFirst())
+/// The arguments, each checked as UTF-8 (Swift's own decoding would turn invalid bytes into
+/// U+FFFD, so two different user ids could become one); the index of the first invalid one.
+let (argv, invalidArgument) = RawArguments.read()
 
 /// Writes the error on stderr, as `error: CODE: message`, or with `--json` as one JSON object
-/// `{"error":{"code":...,"message":...}}`, and exits with `status`.
-func fail(_ code: String, _ message: String, exit status: Int32 = 1) -> Never {
+/// `{"error":{"code":...,"message":...[,"field":...][,"bytes_to_cut":N]}}`, and exits with `status`.
+func fail(_ code: String, _ message: String, field: String? = nil, bytesToCut: Int? = nil,
+          exit status: Int32 = 1) -> Never {
+    var error: [String: Any] = ["code": code, "message": message]
+    if let field { error["field"] = field }
+    if let bytesToCut { error["bytes_to_cut"] = bytesToCut }
     if argv.contains("--json"),
-       let data = try? JSONSerialization.data(withJSONObject: ["error": ["code": code, "message": message]],
-                                              options: [.sortedKeys]) {
+       let data = try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys]) {
         FileHandle.standardError.write(data + Data("\n".utf8))
     } else {
         FileHandle.standardError.write(Data("error: \(code): \(message)\n".utf8))
     }
     exit(status)
+}
+
+if let bad = invalidArgument {
+    let option = bad > 0 && argv[bad - 1].hasPrefix("--") ? argv[bad - 1] : "argument \(bad + 1)"
+    fail("VALIDATION_ERROR", "\(option): not valid UTF-8")
 }
 
 do {
@@ -93,10 +104,12 @@ do {
     }
 } catch let e as CLIError {
     fail(e.code, e.message, exit: e.exitCode)
+} catch let e as AcceptanceError {
+    fail(e.code.rawValue, e.message, field: e.field, bytesToCut: e.bytesToCut)
 } catch let e as PushError {
-    fail(e.code.rawValue, e.message)
+    fail(e.code.rawValue, e.message, field: e.field)
 } catch let e as PGError {
-    if let domain = Commands.domainError(e) { fail(domain.code.rawValue, domain.message) }
+    if let domain = Commands.domainError(e) { fail(domain.code.rawValue, domain.message, field: domain.field) }
     fail(e.code.rawValue, e.message)
 } catch let e as MetricsServerError {
     fail(e.code, e.message)

@@ -65,8 +65,8 @@ final class DeliveryPlannerTests: XCTestCase {
 
     func testCorruptStoredKeyOrKidIsRefusedNotSentInPlaintext() {
         let bad: [DeviceSnapshot] = [
-            DeviceSnapshot(platform: "ios", token: "t", publicKey: Array(sampleKey.dropLast()), kid: sampleKid),
-            DeviceSnapshot(platform: "ios", token: "t", publicKey: [0x02] + sampleKey.dropFirst(), kid: sampleKid),
+            DeviceSnapshot(platform: "ios", token: "t", apnsEnvironment: .sandbox, publicKey: Array(sampleKey.dropLast()), kid: sampleKid),
+            DeviceSnapshot(platform: "ios", token: "t", apnsEnvironment: .sandbox, publicKey: [0x02] + sampleKey.dropFirst(), kid: sampleKid),
             DeviceSnapshot(platform: "android", token: "t", publicKey: sampleKey, kid: nil),
             DeviceSnapshot(platform: "android", token: "t", publicKey: sampleKey, kid: "short"),
         ]

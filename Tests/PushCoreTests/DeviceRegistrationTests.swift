@@ -44,6 +44,7 @@ final class DeviceRegistrationTests: XCTestCase {
             XCTAssertEqual(e.code, .validationError, file: file, line: line)
             XCTAssertTrue(e.message.hasPrefix(field + ":"), "expected field \(field) in \"\(e.message)\"",
                           file: file, line: line)
+            XCTAssertEqual(e.field, field, file: file, line: line)
         } catch {
             XCTFail("expected PushError, got \(error)", file: file, line: line)
         }
@@ -201,7 +202,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testRDEV1WebDeviceWithoutACompleteSubscriptionIsRefused() {
-        assertRefused("subscription") {
+        assertRefused("subscription.keys.p256dh") {
             try DeviceRegistration.validate(mode: "test", platform: "web", token: nil, userID: "u",
                                             apnsEnvironment: nil, encryptionPublicKey: .none,
                                             subscriptionEndpoint: endpoint, subscriptionP256dh: nil,
@@ -241,14 +242,14 @@ final class DeviceRegistrationTests: XCTestCase {
     func testRDEV1WebP256dhOffTheCurveIsRefusedNamingP256dh() {
         var offCurve = browserKey.raw
         offCurve[64] ^= 0x01
-        assertRefused("subscription.p256dh") { try web(p256dh: Base64URL.encode(offCurve)) }
-        assertRefused("subscription.p256dh") { try web(p256dh: Base64URL.encode(Array(browserKey.raw.prefix(33)))) }
-        assertRefused("subscription.p256dh") { try web(p256dh: "!!") }
+        assertRefused("subscription.keys.p256dh") { try web(p256dh: Base64URL.encode(offCurve)) }
+        assertRefused("subscription.keys.p256dh") { try web(p256dh: Base64URL.encode(Array(browserKey.raw.prefix(33)))) }
+        assertRefused("subscription.keys.p256dh") { try web(p256dh: "!!") }
     }
 
     func testRDEV1WebAuthNotSixteenBytesIsRefusedNamingAuth() {
-        assertRefused("subscription.auth") { try web(auth: Base64URL.encode([UInt8](repeating: 1, count: 15))) }
-        assertRefused("subscription.auth") { try web(auth: Base64URL.encode([UInt8](repeating: 1, count: 17))) }
-        assertRefused("subscription.auth") { try web(auth: "!!") }
+        assertRefused("subscription.keys.auth") { try web(auth: Base64URL.encode([UInt8](repeating: 1, count: 15))) }
+        assertRefused("subscription.keys.auth") { try web(auth: Base64URL.encode([UInt8](repeating: 1, count: 17))) }
+        assertRefused("subscription.keys.auth") { try web(auth: "!!") }
     }
 }

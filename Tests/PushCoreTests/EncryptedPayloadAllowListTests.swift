@@ -57,7 +57,7 @@ final class EncryptedPayloadAllowListTests: XCTestCase {
 
     private func render(_ platform: String, requireEncryption: Bool) throws -> ProviderPayload {
         let planner = DeliveryPlanner(content: content, placeholders: AppPlaceholders(), requireEncryption: requireEncryption, mode: .live)
-        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: Platform(rawValue: platform), token: "tok", publicKey: sampleKey, kid: sampleKid)),
+        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: Platform(rawValue: platform), token: "tok", apnsEnvironment: platform == "ios" ? .sandbox : nil, publicKey: sampleKey, kid: sampleKid)),
               case .sealed(let plaintext, let template) = planned.body else {
             throw PushError(.providerError, "not planned encrypted")
         }

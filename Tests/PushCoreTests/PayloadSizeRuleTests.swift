@@ -6,9 +6,9 @@ import PushTestSupport
 /// R-SEND-7, the 4096-byte rule: sizes computed without sealing equal the built payloads, and the
 /// boundary is "largest that fits passes, one content byte more is refused (cut 1 byte)".
 final class PayloadSizeRuleTests: XCTestCase {
-    private let iosKey = DeviceSnapshot(platform: "ios", token: "t", publicKey: sampleKey, kid: sampleKid)
+    private let iosKey = DeviceSnapshot(platform: "ios", token: "t", apnsEnvironment: .sandbox, publicKey: sampleKey, kid: sampleKid)
     private let androidKey = DeviceSnapshot(platform: "android", token: "t", publicKey: sampleKey, kid: sampleKid)
-    private let iosPlain = DeviceSnapshot(platform: "ios", token: "t")
+    private let iosPlain = DeviceSnapshot(platform: "ios", token: "t", apnsEnvironment: .sandbox)
     private let androidPlain = DeviceSnapshot(platform: "android", token: "t")
     private let web = DeviceSnapshot(platform: "web", token: "https://push.example/sub")
 

@@ -66,7 +66,7 @@ final class PayloadVectorTests: XCTestCase {
         let planner = DeliveryPlanner(content: HonkioVector.content, placeholders: AppPlaceholders(),
                                       requireEncryption: false, mode: .live)
         let key = sampleKey
-        guard case .send(let ios) = planner.plan(DeviceSnapshot(platform: "ios", token: "t", publicKey: key, kid: envelope.kid)),
+        guard case .send(let ios) = planner.plan(DeviceSnapshot(platform: "ios", token: "t", apnsEnvironment: .sandbox, publicKey: key, kid: envelope.kid)),
               case .sealed(let plaintext, let template) = ios.body else { return XCTFail("iOS not planned encrypted") }
         XCTAssertEqual(plaintext, SealedPlaintext.bytes(for: HonkioVector.content))
         XCTAssertEqual(try template.render(envelope: envelope), .body(Array(Self.expectedAPNs.utf8)))
@@ -95,7 +95,7 @@ final class PayloadVectorTests: XCTestCase {
     func testTemplateRefusesMismatchedEnvelope() throws {
         let planner = DeliveryPlanner(content: HonkioVector.content, placeholders: AppPlaceholders(),
                                       requireEncryption: true, mode: .live)
-        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: "ios", token: "t", publicKey: sampleKey, kid: sampleKid)),
+        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: "ios", token: "t", apnsEnvironment: .sandbox, publicKey: sampleKey, kid: sampleKid)),
               case .sealed(let plaintext, let template) = planned.body else { return XCTFail("not sealed") }
         let good = fakeEnvelope(plaintextLength: plaintext.count)
         XCTAssertNoThrow(try template.render(envelope: good))

@@ -21,8 +21,9 @@ final class MaintenanceStoreTests: RegistryTestCase {
 
     private func notification(status: String = "sent", finishedDaysAgo: Double? = nil) throws -> UUID {
         try conn.exec("""
-            INSERT INTO push_notifications (app_id, mode, user_ids, title, body, data, expires_at, status, finished_at)
-            VALUES ($1, 'live', '{u1}', 'Your code', '123456', '{"order":"42"}', now() + interval '1 day', $2,
+            INSERT INTO push_notifications (app_id, mode, user_ids, title, body, data, sound, thread_id, expires_at, status,
+                                            finished_at)
+            VALUES ($1, 'live', '{u1}', 'Your code', '123456', '{"order":"42"}', 'chime', 'orders', now() + interval '1 day', $2,
                     now() - make_interval(secs => $3::float8))
             RETURNING id
             """, [.uuid(appID), .text(status), finishedDaysAgo.map { .double($0 * day) }]).uuid(0, "id")
@@ -160,11 +161,15 @@ final class MaintenanceStoreTests: RegistryTestCase {
         let erased = try conn.exec("""
             SELECT id FROM push_notifications
              WHERE content_erased_at IS NOT NULL AND title IS NULL AND body IS NULL AND data IS NULL
+               AND sound IS NULL AND thread_id IS NULL
             """)
         XCTAssertEqual(Set(try erased.rows.map { try erased.uuid($0, "id") }), [old[1], old[2]], "oldest first")
         XCTAssertEqual(try store.eraseFinalContent(olderThan: cutoff, limit: 2), 1)
         XCTAssertEqual(try store.eraseFinalContent(olderThan: cutoff, limit: 2), 0, "erased rows are not counted again")
-        let kept = try conn.exec("SELECT count(*) FROM push_notifications WHERE title = 'Your code' AND id = ANY ($1)",
+        let kept = try conn.exec("""
+            SELECT count(*) FROM push_notifications
+             WHERE title = 'Your code' AND sound = 'chime' AND thread_id = 'orders' AND id = ANY ($1)
+            """,
                                  [.uuidArray([recent, pending])])
         XCTAssertEqual(try kept.int(0, 0), 2)
         XCTAssertEqual(try conn.exec("SELECT status FROM push_notifications WHERE id = $1", [.uuid(old[1])])

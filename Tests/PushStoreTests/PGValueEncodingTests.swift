@@ -82,6 +82,23 @@ final class PGValueEncodingTests: XCTestCase {
         }
     }
 
+    /// PostgreSQL's infinities read as the distant dates, and dates beyond its range (or not
+    /// finite) are written as them, never trapping the microsecond conversion (issue 13:
+    /// `pushfleet send --send-at +1e300s` crashed in `PGTimestamp.microseconds`).
+    func testInfinitiesReadAsDistantDatesAndFarDatesAreWrittenAsInfinity() throws {
+        XCTAssertEqual(PGTimestamp.parse("infinity"), .distantFuture)
+        XCTAssertEqual(PGTimestamp.parse("-infinity"), .distantPast)
+        for (seconds, text) in [(1e300, "infinity"), (9.3e12, "infinity"), (Double.infinity, "infinity"),
+                                (-1e300, "-infinity"), (-Double.infinity, "-infinity")] {
+            let date = Date(timeIntervalSince1970: seconds)
+            XCTAssertNil(PGTimestamp.microseconds(date))
+            XCTAssertEqual(PGTimestamp.format(date), text)
+            XCTAssertEqual(try PGValue.date(date).encoded(), text)
+        }
+        XCTAssertNotNil(PGTimestamp.microseconds(Date(timeIntervalSince1970: 9.1e12)), "year 290,000 still a time")
+        XCTAssertEqual(PGTimestamp.parseMicroseconds(PGTimestamp.format(.distantFuture)), PGTimestamp.microseconds(.distantFuture))
+    }
+
     func testTimestampFormatAndParseAgreeAcrossCenturies() throws {
         for seconds in [-62_135_596_800.0, -1.25, 0, 946_684_799.999999, 253_402_300_799.0, 1_795_868_168.000001] {
             let date = Date(timeIntervalSince1970: seconds)

@@ -8,7 +8,7 @@ extension DeliveryPlanner {
     public init(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool, mode: Mode,
                 invalidCredentials: Set<Platform> = []) {
         self.init(content: content, placeholders: placeholders, requireEncryption: requireEncryption, mode: mode,
-                  invalidCredentials: invalidCredentials, writers: ProviderTable.standard.payloadWriters)
+                  invalidCredentials: invalidCredentials, platforms: ProviderTable.standard.planning)
     }
 
     /// One-shot planning of `device` with the standard table's payload writers.

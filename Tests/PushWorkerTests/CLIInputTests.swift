@@ -52,7 +52,8 @@ final class CLIInputTests: XCTestCase {
         let send = try LiveWebPushCLI.run(LiveWebPushCLI.executable,
             ["send", "--app", app, "--mode", "test", "--user", "", "--title", "t"], environment: Self.nowhere)
         XCTAssertEqual(send.status, 1, send.output)
-        XCTAssertTrue(send.output.contains("VALIDATION_ERROR: user: must be 1 to 255 characters"), send.output)
+        XCTAssertTrue(send.output.contains("VALIDATION_ERROR: user_ids: element 0 (from 0) is not a user id of 1 to 255 characters"),
+                      send.output)
     }
 
     func testErrorsAreOneJSONObjectUnderJSONAndVersionAnswers() throws {

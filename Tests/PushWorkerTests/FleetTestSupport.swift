@@ -45,8 +45,9 @@ class FleetDBTestCase: XCTestCase {
             for d in 0..<devicesPerUser {
                 try conn.exec("""
                     SELECT device_id FROM push_register_device($1::uuid, 'test', $2::text, $3::text, NULL, NULL, NULL,
-                                                               $4::text, NULL, 'keep', NULL, NULL)
-                    """, [.uuid(app), .text(d % 2 == 0 ? "android" : "ios"), .text("tok-\(u)-\(d)"), .text(user)])
+                                                               $4::text, $5::text, 'keep', NULL, NULL)
+                    """, [.uuid(app), .text(d % 2 == 0 ? "android" : "ios"), .text("tok-\(u)-\(d)"), .text(user),
+                          d % 2 == 0 ? nil : .text("sandbox")])
             }
         }
         return (app, userIDs)

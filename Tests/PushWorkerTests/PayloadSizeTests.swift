@@ -12,7 +12,7 @@ import PushTestSupport
 final class PayloadSizeTests: WorkerTestCase {
     private let planner = DeliveryPlanner(content: NotificationContent(title: "x"), placeholders: AppPlaceholders(),
                                           requireEncryption: false, mode: .test,
-                                          writers: ProviderTable.standard.payloadWriters)
+                                          platforms: ProviderTable.standard.planning)
 
     /// The title length whose payload for `device` is the largest that fits: the planner's
     /// content measure grows by one per ASCII title character.
@@ -27,7 +27,7 @@ final class PayloadSizeTests: WorkerTestCase {
     private func sizeCheck(title n: Int, _ device: DeviceSnapshot) -> SizeCheck {
         DeliveryPlanner(content: NotificationContent(title: String(repeating: "x", count: n)),
                         placeholders: AppPlaceholders(), requireEncryption: false, mode: .test,
-                                          writers: ProviderTable.standard.payloadWriters).sizeCheck(for: device)!
+                                          platforms: ProviderTable.standard.planning).sizeCheck(for: device)!
     }
 
     /// R-SEND-7 + R-SEND-9: for an encrypted iOS, an encrypted Android, a plaintext iOS and a Web

@@ -99,8 +99,8 @@ final class QueueTests: PGWorkerTestCase {
         try assertLedgerInvariants(n)
     }
 
-    /// A claimed row the worker cannot read (here an `expires_at` of infinity, which push_enqueue never
-    /// writes) fails only its own job, UNDECODABLE_ROW with the column named, set aside once out of
+    /// A claimed row the worker cannot read (here a batch job whose device ids hold a NULL, which
+    /// the queue never writes) fails only its own job, UNDECODABLE_ROW, set aside once out of
     /// attempts; the notification claimed beside it is delivered in the same cycle.
     func testAnUndecodableQueueRowFailsOnlyItsJobAndTheClaimGoesOn() throws {
         let app = try createApp()
@@ -108,8 +108,10 @@ final class QueueTests: PGWorkerTestCase {
         _ = try register(app, user: "bad")
         let bad = try enqueue(app, users: ["bad"])
         let good = try enqueue(app, users: ["good"])
-        try conn.exec("UPDATE push_notifications SET expires_at = 'infinity' WHERE id = $1::uuid", [.uuid(bad)])
-        try conn.exec("UPDATE push_jobs SET max_attempts = 1 WHERE notification_id = $1::uuid", [.uuid(bad)])
+        try conn.exec("""
+            UPDATE push_jobs SET kind = 'batch', device_ids = ARRAY[NULL]::uuid[], max_attempts = 1
+             WHERE notification_id = $1::uuid
+            """, [.uuid(bad)])
         let router = RecordingRouter()
         let worker = try makeWorker(router, claimLimit: 16)
         XCTAssertEqual(try worker.runOnce(connection: workerConn), 1, "only the readable job is handed to the worker")
@@ -118,7 +120,7 @@ final class QueueTests: PGWorkerTestCase {
         let row = try conn.exec("SELECT state, last_error FROM push_jobs WHERE notification_id = $1::uuid", [.uuid(bad)])
         XCTAssertEqual(try row.string(0, "state"), "discarded")
         let error = try row.string(0, "last_error")
-        XCTAssertTrue(error.hasPrefix("UNDECODABLE_ROW: ") && error.contains("expires_at"), error)
+        XCTAssertTrue(error.hasPrefix("UNDECODABLE_ROW: "), error)
         XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state = 'running'"), 0, "nothing left claimed")
     }
 

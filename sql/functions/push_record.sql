@@ -14,7 +14,10 @@
 -- When a notification's last batch is recorded, the answer carries every delivery's ending
 -- (ending_codes: 'sent' or the error code; ending_nets: whether its ledger rows net one charge)
 -- for PushCore's final decision, which push_finalize_notifications then stores.
--- Locks, per job: the notification row, then the job row (the lock order of push_cancel).
+-- A job whose notification row is missing answers 'orphaned' and writes nothing.
+-- Locks (sql/LOCK_ORDER.md): every job's notification row (by id), every job row (by id), then
+-- push_lock_record_rows for the whole call (devices a verdict may deactivate, their count rows,
+-- the credential rows about to change), before any write.
 CREATE FUNCTION push_record(p_batch json, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, remaining_batches int, deactivated int, ending_codes text[],
                ending_nets boolean[], has_sms boolean)
@@ -39,6 +42,22 @@ BEGIN
                                                          coalesce(p_batch -> 'deliveries', '[]')) r);
     v_changes := ARRAY(SELECT c FROM json_populate_recordset(NULL::push_credential_change,
                                                              coalesce(p_batch -> 'credentials', '[]')) c);
+    PERFORM 1 FROM push_notifications n
+     WHERE n.id IN (SELECT j.notification_id FROM push_jobs j, json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e
+                     WHERE j.id = (e ->> 'job_id')::bigint)
+     ORDER BY n.id FOR UPDATE;
+    PERFORM 1 FROM push_jobs j, json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e
+     WHERE j.id = (e ->> 'job_id')::bigint ORDER BY j.id FOR UPDATE OF j;
+    PERFORM push_lock_record_rows(
+        ARRAY(SELECT r.device_id FROM unnest(v_all) r WHERE r.deactivate_reason IS NOT NULL),
+        ARRAY(SELECT j.app_id FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+                JOIN push_jobs j ON j.id = c.jid WHERE c.change = 'invalid' ORDER BY c.n),
+        ARRAY(SELECT c.kind FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+               WHERE c.change = 'invalid' AND EXISTS (SELECT 1 FROM push_jobs j WHERE j.id = c.jid) ORDER BY c.n),
+        ARRAY(SELECT j.app_id FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+                JOIN push_jobs j ON j.id = c.jid WHERE c.change = 'accepted' ORDER BY c.n),
+        ARRAY(SELECT c.kind FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+               WHERE c.change = 'accepted' AND EXISTS (SELECT 1 FROM push_jobs j WHERE j.id = c.jid) ORDER BY c.n));
     FOR v_entry IN SELECT e FROM json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e LOOP
         v_id := (v_entry ->> 'job_id')::bigint;
         lo := hi + 1;
@@ -48,11 +67,16 @@ BEGIN
         remaining_batches := NULL; deactivated := NULL; ending_codes := NULL; ending_nets := NULL; has_sms := NULL;
 
         SELECT j.notification_id INTO v_notification FROM push_jobs j WHERE j.id = v_id;
-        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification FOR UPDATE;
+        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification;
         SELECT * INTO v_job FROM push_jobs j
-         WHERE j.id = v_id AND j.lease_token = (v_entry ->> 'lease_token')::uuid AND j.state = 'running' FOR UPDATE;
-        IF NOT FOUND OR v_n.id IS NULL THEN
+         WHERE j.id = v_id AND j.lease_token = (v_entry ->> 'lease_token')::uuid AND j.state = 'running';
+        IF NOT FOUND THEN
             outcome := 'lease_lost';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF v_n.id IS NULL THEN
+            outcome := 'orphaned';
             RETURN NEXT;
             CONTINUE;
         END IF;

@@ -1,10 +1,6 @@
--- push_record_batch, as in 0002, with one change: the refund of an acceptance charge probes the
--- ledger's primary key per refused device (notification_id, device_id, kind) instead of joining the
--- notification's charges. With the plan PostgreSQL chose for the join (the batch's rows estimated
--- at 10, the notification's charges at 1), recording a 500-device batch of a 25,000-user broadcast
--- scanned all 50,000 charges once per refused device: 1.8 s per batch, holding the notification's
--- row lock (auto_explain, on a cluster whose statistics predated the broadcast). Same signature and
--- results: a worker of the previous release keeps working on it (expand-only).
+-- push_record_batch, as in 0005, with the lock order: the notification row, then the job with its
+-- lease check, then push_lock_record_rows for this batch. (0005 locked the job first and the rest
+-- in plan order.) Same signature and results. A job without a notification row: ORPHANED_JOB.
 CREATE OR REPLACE FUNCTION push_record_batch(
     p_job_id bigint, p_lease_token uuid,
     p_device_ids uuid[], p_statuses text[], p_error_codes text[], p_error_details text[],
@@ -23,12 +19,20 @@ DECLARE
     v_deactivated int := 0;
     v_remaining int;
 BEGIN
+    SELECT * INTO v_n FROM push_notifications
+     WHERE id = (SELECT j.notification_id FROM push_jobs j WHERE j.id = p_job_id) FOR UPDATE;
     SELECT * INTO v_job FROM push_jobs
      WHERE id = p_job_id AND lease_token = p_lease_token AND state = 'running' FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'LEASE_LOST: job % is no longer held by this lease', p_job_id;
     END IF;
-    SELECT * INTO v_n FROM push_notifications WHERE id = v_job.notification_id FOR UPDATE;
+    IF v_n.id IS NULL THEN
+        RAISE EXCEPTION 'ORPHANED_JOB: job % has no notification row', p_job_id;
+    END IF;
+    PERFORM push_lock_record_rows(
+        ARRAY(SELECT u.id FROM unnest(p_device_ids, p_deactivate_reasons) AS u(id, reason) WHERE u.reason IS NOT NULL),
+        array_fill(v_n.app_id, ARRAY[coalesce(cardinality(p_invalid_credentials), 0)]), coalesce(p_invalid_credentials, '{}'),
+        array_fill(v_n.app_id, ARRAY[coalesce(cardinality(p_accepted_credentials), 0)]), coalesce(p_accepted_credentials, '{}'));
 
     -- One statement: every part reads the same batch rows (r) and the same snapshot.
     WITH r AS (

@@ -1,10 +1,9 @@
--- push_record_batches: push_record_batch for each job of p_job_ids, in order, in the caller's
--- transaction. Per-record arrays are flattened across jobs, job after job; p_job_counts gives how
--- many records each job has (each job's records are a slice: linear in the total, whatever the
--- number of jobs); credential changes carry their job's 1-based index (p_invalid_job_index,
--- p_accepted_job_index). Any error (LEASE_LOST of one job) fails the whole call: the caller then
--- records job by job.
-CREATE FUNCTION push_record_batches(
+-- push_record_batches, as in 0004, taking every lock of the call first, in the lock order: all its
+-- jobs' notification rows (by id), all its job rows (by id), then push_lock_record_rows for every
+-- record of the call. (0004 took them job after job, so two workers recording overlapping
+-- notifications, or a worker's lease heartbeat and its own record, could deadlock.) The per-job
+-- calls then find their rows already locked. Same signature and results.
+CREATE OR REPLACE FUNCTION push_record_batches(
     p_job_ids bigint[], p_lease_tokens uuid[], p_job_counts int[],
     p_device_ids uuid[], p_statuses text[], p_error_codes text[], p_error_details text[],
     p_encrypted boolean[], p_providers text[], p_message_ids text[], p_attempts int[], p_failures int[],
@@ -24,6 +23,19 @@ DECLARE
     a_payloads bytea[]; a_nets boolean[]; a_reasons text[]; a_verdicts timestamptz[];
     a_invalid text[]; a_invalid_reasons text[]; a_accepted text[];
 BEGIN
+    PERFORM 1 FROM push_notifications n
+     WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (p_job_ids))
+     ORDER BY n.id FOR UPDATE;
+    PERFORM 1 FROM push_jobs j WHERE j.id = ANY (p_job_ids) ORDER BY j.id FOR UPDATE;
+    PERFORM push_lock_record_rows(
+        ARRAY(SELECT u.id FROM unnest(p_device_ids, p_deactivate_reasons) AS u(id, reason) WHERE u.reason IS NOT NULL),
+        ARRAY(SELECT j.app_id FROM unnest(p_invalid_job_index) WITH ORDINALITY AS c(job, n)
+                JOIN push_jobs j ON j.id = p_job_ids[c.job] ORDER BY c.n),
+        coalesce(p_invalid_credentials, '{}'),
+        ARRAY(SELECT j.app_id FROM unnest(p_accepted_job_index) WITH ORDINALITY AS c(job, n)
+                JOIN push_jobs j ON j.id = p_job_ids[c.job] ORDER BY c.n),
+        coalesce(p_accepted_credentials, '{}'));
+
     FOR i IN 1 .. coalesce(cardinality(p_job_ids), 0) LOOP
         lo := hi + 1;
         hi := hi + p_job_counts[i];

@@ -1,12 +1,9 @@
--- push_start_notification: the send time of a notification (R-SEND-2), under the job's lease.
--- Reads require_encryption once and writes it as the notification's `encrypted`; resolves the
--- audience (R-SEND-1); writes DEVICE_GONE deliveries and refunds for charged devices no longer
--- targeted; then either turns this job into the single device batch (audience <= p_batch_size,
--- returned as inline_device_ids) or splits the audience into batch jobs any worker can claim.
--- An empty audience returns inline_device_ids = '{}' and the notification awaits finalization by
--- the caller (push_finalize_notification) in the same transaction.
-CREATE FUNCTION push_start_notification(p_job_id bigint, p_lease_token uuid, p_batch_size int,
-                                        p_now timestamptz DEFAULT now())
+-- push_start_notification, as in 0002, with the lock order: the notification row first (its id read
+-- from the job without a lock), then the job with its lease check. (0002 locked the job first, so
+-- a push_cancel locking the notification then the job deadlocked with it at the send time.)
+-- A job whose notification row is missing raises ORPHANED_JOB (the worker sets it aside at once).
+CREATE OR REPLACE FUNCTION push_start_notification(p_job_id bigint, p_lease_token uuid, p_batch_size int,
+                                                   p_now timestamptz DEFAULT now())
 RETURNS TABLE (inline_device_ids uuid[], batch_jobs int, gone int, encrypted boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -18,12 +15,16 @@ DECLARE
     v_batches int;
     v_encrypted boolean;
 BEGIN
+    SELECT * INTO v_n FROM push_notifications
+     WHERE id = (SELECT j.notification_id FROM push_jobs j WHERE j.id = p_job_id) FOR UPDATE;
     SELECT * INTO v_job FROM push_jobs
      WHERE id = p_job_id AND lease_token = p_lease_token AND state = 'running' FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'LEASE_LOST: job % is no longer held by this lease', p_job_id;
     END IF;
-    SELECT * INTO v_n FROM push_notifications WHERE id = v_job.notification_id FOR UPDATE;
+    IF v_n.id IS NULL THEN
+        RAISE EXCEPTION 'ORPHANED_JOB: job % has no notification row', p_job_id;
+    END IF;
     IF v_n.status <> 'pending' THEN
         RAISE EXCEPTION 'NOT_PENDING: notification % is %', v_n.id, v_n.status;
     END IF;

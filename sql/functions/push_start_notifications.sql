@@ -9,7 +9,9 @@
 --   who is gone (in the transaction that resolves the audience, R-SEND-2) and writes what it is
 --   told; then either this job becomes the single batch (audience <= p_batch_size, returned as
 --   inline_device_ids) or the audience is split into batch jobs any worker can claim.
--- Locks, per job: the notification row, then the job row (the lock order of push_cancel).
+-- A job whose notification row is missing answers 'orphaned' (the worker sets it aside).
+-- Locks (sql/LOCK_ORDER.md): every job's notification row (by id), then every job row (by id),
+-- before any write; the per-job reads then find them held.
 CREATE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_tokens uuid[], p_batch_size int,
                                          p_gone_ledger text, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, status text, inline_device_ids uuid[], batch_jobs int, gone int,
@@ -32,15 +34,24 @@ BEGIN
     IF coalesce(cardinality(p_job_ids), 0) <> coalesce(cardinality(p_lease_tokens), 0) THEN
         RAISE EXCEPTION 'VALIDATION_ERROR: one lease token per job';
     END IF;
+    PERFORM 1 FROM push_notifications n
+     WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (p_job_ids))
+     ORDER BY n.id FOR UPDATE;
+    PERFORM 1 FROM push_jobs j WHERE j.id = ANY (p_job_ids) ORDER BY j.id FOR UPDATE;
     FOR i IN 1 .. coalesce(cardinality(p_job_ids), 0) LOOP
         job_id := p_job_ids[i];
         status := NULL; inline_device_ids := NULL; batch_jobs := NULL; gone := NULL; encrypted := NULL;
         SELECT j.notification_id INTO v_notification FROM push_jobs j WHERE j.id = p_job_ids[i];
-        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification FOR UPDATE;
+        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification;
         SELECT * INTO v_job FROM push_jobs j
-         WHERE j.id = p_job_ids[i] AND j.lease_token = p_lease_tokens[i] AND j.state = 'running' FOR UPDATE;
-        IF NOT FOUND OR v_n.id IS NULL THEN
+         WHERE j.id = p_job_ids[i] AND j.lease_token = p_lease_tokens[i] AND j.state = 'running';
+        IF NOT FOUND THEN
             outcome := 'lease_lost';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF v_n.id IS NULL THEN
+            outcome := 'orphaned';
             RETURN NEXT;
             CONTINUE;
         END IF;

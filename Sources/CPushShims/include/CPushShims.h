@@ -19,16 +19,43 @@ CURLcode cpush_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out);
 CURLcode cpush_easy_getinfo_double(CURL *h, CURLINFO i, double *out);
 CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v);
 
+/// A libmicrohttpd daemon with a deadline and eviction guard (see shims.c). Opaque.
+struct cpush_mhd_server;
+
+/// The TCP sockets libcurl opened for the handles that report to this set (CURLOPT_SOCKOPTFUNCTION
+/// adds, CURLOPT_CLOSESOCKETFUNCTION removes and closes), so that a caller can cork them
+/// (TCP_CORK) while it lets libcurl write a batch of requests, and uncork them after: the frames
+/// of many streams then leave in full segments instead of one small segment per frame. Only ever
+/// touches sockets libcurl reported open and not yet closed. Not thread-safe.
+typedef struct cpush_socket_set cpush_socket_set;
+cpush_socket_set *cpush_socket_set_new(void);
+void cpush_socket_set_free(cpush_socket_set *set);
+/// Makes `h` report its sockets to `set` (and close them through it).
+CURLcode cpush_easy_track_sockets(CURL *h, cpush_socket_set *set);
+/// Sets TCP_CORK to `on` (0/1) on every socket of the set; returns how many sockets it touched.
+int cpush_socket_set_cork(cpush_socket_set *set, int on);
+/// Number of sockets in the set.
+int cpush_socket_set_count(const cpush_socket_set *set);
+
 /// Starts a libmicrohttpd daemon on 127.0.0.1-or-any `port` with an internal polling thread
-/// (epoll where available), a connection limit, a per-client-address connection limit and a
-/// per-connection idle timeout (seconds); MHD's messages go to stderr as JSON lines
-/// (event `metrics.http`). Returns NULL on failure.
-struct MHD_Daemon *cpush_mhd_start(uint16_t port, int loopback_only,
-                                   MHD_AccessHandlerCallback handler, void *handler_cls,
-                                   unsigned int connection_limit, unsigned int per_ip_limit,
-                                   unsigned int timeout_seconds);
+/// (epoll where available), a connection limit, a per-client-address connection limit, a
+/// per-connection idle timeout (seconds), an absolute deadline per request (`deadline_seconds`
+/// from the connection's accept or its previous request's end to the end of the answer, whatever
+/// the client's pace) and, past `soft_limit` open connections, the oldest one shut down for each
+/// new one. MHD's messages go to stderr as JSON lines (event `metrics.http`). NULL on failure.
+struct cpush_mhd_server *cpush_mhd_start(uint16_t port, int loopback_only,
+                                         MHD_AccessHandlerCallback handler, void *handler_cls,
+                                         unsigned int connection_limit, unsigned int per_ip_limit,
+                                         unsigned int timeout_seconds, double deadline_seconds,
+                                         unsigned int soft_limit);
+
+/// Stops the daemon (waits for its threads) and frees the server.
+void cpush_mhd_stop(struct cpush_mhd_server *server);
+
+/// Connections cut so far: past their deadline, and evicted to make room.
+void cpush_mhd_cut_counts(struct cpush_mhd_server *server, unsigned long *deadline, unsigned long *evicted);
 
 /// The port a started daemon listens on (useful after starting on port 0); 0 when unknown.
 /// Wraps the variadic MHD_get_daemon_info.
-uint16_t cpush_mhd_bound_port(struct MHD_Daemon *daemon);
+uint16_t cpush_mhd_bound_port(struct cpush_mhd_server *server);
 #endif

@@ -101,9 +101,10 @@ public struct ProviderTable: Sendable {
     public var platforms: Set<Platform> { Set(descriptors.map(\.platform)) }
     /// Every credential kind, in table order.
     public var credentialKinds: [CredentialKind] { descriptors.map(\.credentialKind) }
-    /// The planner's payload writers by platform.
-    public var payloadWriters: [Platform: any PayloadWriter] {
-        Dictionary(descriptors.map { ($0.platform, $0.payload) }, uniquingKeysWith: { _, b in b })
+    /// The planner's rules by platform (payload writer, addressing).
+    public var planning: [Platform: PlatformRules] {
+        Dictionary(descriptors.map { ($0.platform, PlatformRules(writer: $0.payload, addressing: $0.addressing)) },
+                   uniquingKeysWith: { _, b in b })
     }
     /// Registration's addressing by platform.
     public var addressing: [Platform: DeviceAddressing] {

@@ -206,7 +206,8 @@ public final class PGConnection {
         let sqlState = field("C")
         let message = field("M") ?? Self.cleanMessage(PQresultErrorMessage(result) ?? PQerrorMessage(handle))
         return PGError(code: broken && sqlState == nil ? .connection : .query, message: message,
-                       sqlState: sqlState, detail: field("D"), constraint: field("n"), connectionBroken: broken)
+                       sqlState: sqlState, detail: field("D"), constraint: field("n"), column: field("c"),
+                       connectionBroken: broken)
     }
 
     static func cleanMessage(_ p: UnsafePointer<CChar>?) -> String {

@@ -41,17 +41,21 @@ public struct PGError: Error, Sendable, Equatable, CustomStringConvertible {
     public var detail: String?
     /// The constraint named by the server for integrity violations (`PG_DIAG_CONSTRAINT_NAME`).
     public var constraint: String?
+    /// The column the server names (`PG_DIAG_COLUMN_NAME`): for the refusals of the SQL functions
+    /// (`RAISE ... USING COLUMN`, sql/0006), the request field at fault (`user_ids`, `sound`, ...).
+    public var column: String?
     /// True when libpq reported the connection as broken (`CONNECTION_BAD`) after the failing call.
     public var connectionBroken: Bool
 
     /// Makes an error value; `sqlState` and the rest are optional.
     public init(code: Code, message: String, sqlState: String? = nil, detail: String? = nil,
-                constraint: String? = nil, connectionBroken: Bool = false) {
+                constraint: String? = nil, column: String? = nil, connectionBroken: Bool = false) {
         self.code = code
         self.message = message
         self.sqlState = sqlState
         self.detail = detail
         self.constraint = constraint
+        self.column = column
         self.connectionBroken = connectionBroken
     }
 

@@ -3,16 +3,34 @@ import struct Foundation.Date
 /// Text form of `timestamptz` values, both ways, without Foundation's formatters (which are slow
 /// and locale-dependent). Times are kept as whole microseconds since the Unix epoch, PostgreSQL's
 /// own resolution.
+///
+/// PostgreSQL's `infinity` and `-infinity` read as `Date.distantFuture` and `Date.distantPast`
+/// (later, and earlier, than any time this product writes), so one such row never fails a whole
+/// read; a date beyond PostgreSQL's range (after the year 290,000 or before 4713 BC, or infinite)
+/// is written as `infinity` / `-infinity`, which the SQL functions refuse as not finite. No date
+/// traps the conversion (`pushfleet send --send-at +1e300s`, issue 13).
 enum PGTimestamp {
-    /// Microseconds since 1970-01-01T00:00:00Z, rounded to the nearest microsecond.
-    static func microseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+    /// Seconds since the epoch of the latest date written as a time: PostgreSQL's own limit is
+    /// 294,276 AD, and microseconds must also fit an Int64.
+    static let latestSeconds: Double = 9_200_000_000_000
+    /// Seconds since the epoch of PostgreSQL's earliest time (4714-11-24 BC).
+    static let earliestSeconds: Double = -210_866_803_200
+
+    /// Microseconds since 1970-01-01T00:00:00Z, rounded to the nearest microsecond; nil for a date
+    /// outside PostgreSQL's range (or not finite).
+    static func microseconds(_ date: Date) -> Int64? {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, seconds >= earliestSeconds, seconds < latestSeconds else { return nil }
+        return Int64((seconds * 1_000_000).rounded())
     }
 
     /// The date as ISO-8601 UTC text with six fractional digits, e.g. `2026-11-29T12:16:08.123456Z`
-    /// (years before 1 AD carry PostgreSQL's ` BC` suffix).
+    /// (years before 1 AD carry PostgreSQL's ` BC` suffix); `infinity` / `-infinity` beyond the
+    /// range (see the type's note).
     static func format(_ date: Date) -> String {
-        let micros = microseconds(date)
+        guard let micros = microseconds(date) else {
+            return date.timeIntervalSince1970 < 0 ? "-infinity" : "infinity"
+        }
         let perDay: Int64 = 86_400_000_000
         let days = floorDiv(micros, perDay)
         var rest = micros - days * perDay
@@ -28,8 +46,11 @@ enum PGTimestamp {
 
     /// Parses PostgreSQL's ISO output of `timestamptz`, `timestamp` or `date`:
     /// `YYYY-MM-DD[( |T)HH:MM:SS[.ffffff]][Z|±HH[:MM[:SS]]][ BC]`. A value without an offset is
-    /// taken as UTC. Returns nil for anything else (including `infinity`).
+    /// taken as UTC; `infinity` and `-infinity` as `Date.distantFuture` / `distantPast`. Returns nil
+    /// for anything else.
     static func parse(_ text: String) -> Date? {
+        if text == "infinity" { return .distantFuture }
+        if text == "-infinity" { return .distantPast }
         guard let micros = parseMicroseconds(text) else { return nil }
         let seconds = floorDiv(micros, 1_000_000)
         return Date(timeIntervalSince1970: Double(seconds) + Double(micros - seconds * 1_000_000) / 1_000_000)

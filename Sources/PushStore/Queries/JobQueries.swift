@@ -12,7 +12,8 @@ enum JobQueries {
     /// claim's jobs while all devices before them stay under `$6`, at least one job either way.
     /// Within a turn smaller jobs come first, so one app's broadcast batch never pushes another
     /// app's single notification out of the claim (issue 4, fairness).
-    /// Returns each job with its notification's content and its app's send-time policy.
+    /// Returns each job with its notification's content and its app's send-time policy, or with
+    /// `problem` (`ORPHANED_JOB: ...`, `OVERSIZED_ROW: ...`) and no content when it can never run.
     static let claimBatch = """
     WITH window_jobs AS (
         SELECT id, app_id, priority, run_at, coalesce(cardinality(device_ids), 1) AS weight FROM push_jobs
@@ -50,13 +51,30 @@ enum JobQueries {
           FROM picked WHERE j.id = picked.id
         RETURNING j.id, j.kind, j.notification_id, j.device_ids, j.lease_token, j.attempt, j.max_attempts, j.priority
     )
-    SELECT c.id, c.kind, c.notification_id, c.device_ids, c.lease_token, c.attempt, c.max_attempts,
-           n.app_id, n.mode, n.status, n.title, n.body, n.data, n.badge, n.sound, n.thread_id, n.collapse_key,
+    SELECT c.id, c.kind, c.notification_id, c.device_ids, c.lease_token, c.attempt, c.max_attempts, x.problem,
+           n.app_id, n.mode, n.status,
+           CASE WHEN x.problem IS NULL THEN n.title END AS title, CASE WHEN x.problem IS NULL THEN n.body END AS body,
+           CASE WHEN x.problem IS NULL THEN n.data END AS data, n.badge,
+           CASE WHEN x.problem IS NULL THEN n.sound END AS sound, CASE WHEN x.problem IS NULL THEN n.thread_id END AS thread_id,
+           CASE WHEN x.problem IS NULL THEN n.collapse_key END AS collapse_key,
            n.priority, n.ttl_seconds, n.accepted_at, n.send_at, n.expires_at, n.encrypted, n.sms_phone IS NOT NULL AS has_sms,
-           a.require_encryption, a.placeholder_title, a.placeholder_body, a.deleted_at IS NOT NULL AS app_deleted
+           a.require_encryption, CASE WHEN x.problem IS NULL THEN a.placeholder_title END AS placeholder_title,
+           CASE WHEN x.problem IS NULL THEN a.placeholder_body END AS placeholder_body, a.deleted_at IS NOT NULL AS app_deleted
       FROM claimed c
-      JOIN push_notifications n ON n.id = c.notification_id
-      JOIN push_apps a ON a.id = n.app_id
+      -- Outer joins: a job whose notification or app row is missing (foreign keys bypassed, as by a
+      -- partial restore) is answered with its problem and set aside at once, not dropped here and
+      -- rescued again and again. A row with a text over 65,536 bytes (written past push_enqueue,
+      -- whose bounds are far lower) is set aside without loading it.
+      LEFT JOIN push_notifications n ON n.id = c.notification_id
+      LEFT JOIN push_apps a ON a.id = n.app_id
+      CROSS JOIN LATERAL (SELECT CASE
+          WHEN n.id IS NULL THEN 'ORPHANED_JOB: the job''s notification row is missing'
+          WHEN a.id IS NULL THEN 'ORPHANED_JOB: the notification''s app row is missing'
+          WHEN greatest(octet_length(n.title), octet_length(n.body), octet_length(n.data), octet_length(n.sound),
+                        octet_length(n.thread_id), octet_length(n.collapse_key), octet_length(a.placeholder_title),
+                        octet_length(a.placeholder_body)) > 65536
+            THEN 'OVERSIZED_ROW: a stored text of the notification or its app is over 65536 bytes'
+          END AS problem) x
      ORDER BY c.priority DESC, c.id
     """
 
@@ -116,24 +134,46 @@ enum JobQueries {
     SELECT push_finalize_notifications($1::uuid[], $2::text[], $3::text[], $4::int[], coalesce($5::timestamptz, now()))
     """
 
-    /// Extends the leases of the jobs this worker still holds, matched by (id, lease token).
+    /// `held`: the running jobs of `$1` (ids) whose lease token is the matching element of `$2`,
+    /// locked by id (sql/LOCK_ORDER.md), for the statements that change several leased jobs.
+    static let heldJobs = """
+    WITH held AS (
+        SELECT j.id FROM push_jobs j
+          JOIN unnest($1::bigint[], $2::uuid[]) AS h(id, token) ON j.id = h.id AND j.lease_token = h.token
+         WHERE j.state = 'running'
+         ORDER BY j.id
+           FOR UPDATE OF j
+    )
+    """
+
+    /// Extends the leases of the jobs this worker still holds, matched by (id, lease token). The rows
+    /// are locked by id first (sql/LOCK_ORDER.md): updated in plan order, a heartbeat deadlocked with
+    /// the same worker's grouped record (issue 13).
     static let heartbeat = """
+    \(heldJobs)
     UPDATE push_jobs j SET lease_expires_at = now() + make_interval(secs => $3::float8)
-      FROM unnest($1::bigint[], $2::uuid[]) AS h(id, token)
-     WHERE j.id = h.id AND j.lease_token = h.token AND j.state = 'running'
+      FROM held WHERE j.id = held.id
     RETURNING j.id
     """
 
     /// Puts back jobs whose lease expired (their worker died or hung), or sets them aside once out
     /// of attempts (poison jobs stay listable: `pushfleet jobs list --state discarded`).
+    /// A row locked by someone (its record or heartbeat committing) is skipped, never waited for:
+    /// the next rescue sees it if its lease is still expired then. `push_jobs_lease_idx`.
     static let rescueExpired = """
-    UPDATE push_jobs
-       SET state = CASE WHEN attempt >= max_attempts THEN 'discarded' ELSE 'available' END,
-           finalized_at = CASE WHEN attempt >= max_attempts THEN now() END,
+    WITH expired AS (
+        SELECT id FROM push_jobs
+         WHERE state = 'running' AND lease_expires_at < coalesce($1::timestamptz, now())
+         ORDER BY id
+           FOR UPDATE SKIP LOCKED
+    )
+    UPDATE push_jobs j
+       SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END,
+           finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
            run_at = now(), lease_token = NULL, lease_expires_at = NULL,
-           last_error = 'LEASE_EXPIRED: lease of ' || coalesce(lease_owner, '?') || ' expired'
-     WHERE state = 'running' AND lease_expires_at < coalesce($1::timestamptz, now())
-    RETURNING id, state
+           last_error = 'LEASE_EXPIRED: lease of ' || coalesce(j.lease_owner, '?') || ' expired'
+      FROM expired WHERE j.id = expired.id
+    RETURNING j.id, j.state
     """
 
     /// A job whose processing failed (not a delivery: the job itself): retried at `$4`, or set aside
@@ -159,17 +199,19 @@ enum JobQueries {
     """
 
     /// Gives jobs back untouched (graceful shutdown, or a claim over its device budget): back to
-    /// available now without spending an attempt; `$1` ids, `$2` their lease tokens.
+    /// available now without spending an attempt; `$1` ids, `$2` their lease tokens; rows locked by
+    /// id first (sql/LOCK_ORDER.md).
     static let releaseJobs = """
+    \(heldJobs)
     UPDATE push_jobs j SET state = 'available', attempt = greatest(j.attempt - 1, 0), lease_token = NULL,
                            lease_expires_at = NULL, lease_owner = NULL
-      FROM unnest($1::bigint[], $2::uuid[]) AS r(id, token)
-     WHERE j.id = r.id AND j.lease_token = r.token AND j.state = 'running'
+      FROM held WHERE j.id = held.id
     """
 
-    /// The nearest future run_at (for sleeping until a scheduled notification is due).
+    /// The nearest future run_at (for sleeping until a scheduled notification is due), over finite
+    /// times (a row run at 'infinity', written past push_enqueue, is never due).
     static let nextRunAt = """
-    SELECT min(run_at) AS next FROM push_jobs WHERE state = 'available'
+    SELECT min(run_at) AS next FROM push_jobs WHERE state = 'available' AND isfinite(run_at)
     """
 
     /// Operators: list jobs by state (`push_jobs_due_idx` for available; others scan, bounded by `$2`).

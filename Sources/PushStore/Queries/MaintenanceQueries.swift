@@ -49,7 +49,7 @@ enum MaintenanceQueries {
                      FOR UPDATE SKIP LOCKED)
     """
 
-    /// Erases title, body and data of notifications final before `$1` and marks them
+    /// Erases title, body, data, sound and thread id of notifications final before `$1` and marks them
     /// `content_erased_at` (issue 4 retention), at most `$2` notifications; with them, the request
     /// bodies test mode stored per delivery (`push_deliveries.payload`, which hold the same content,
     /// at most 1,000 devices per test-mode app, R-DEV-6). The rest of the rows (status, counts,
@@ -58,7 +58,7 @@ enum MaintenanceQueries {
     static let eraseFinalContent = """
     WITH erased AS (
         UPDATE push_notifications
-           SET title = NULL, body = NULL, data = NULL, content_erased_at = now()
+           SET title = NULL, body = NULL, data = NULL, sound = NULL, thread_id = NULL, content_erased_at = now()
          WHERE id IN (SELECT id FROM push_notifications
                        WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL
                        ORDER BY finished_at

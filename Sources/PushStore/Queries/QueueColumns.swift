@@ -7,7 +7,7 @@
 struct ClaimColumns {
     let kind, deviceIds, notificationId, appId, mode, status, title, body, data, badge, sound, threadId,
         collapseKey, priority, ttlSeconds, acceptedAt, sendAt, expiresAt, encrypted, hasSms, requireEncryption,
-        placeholderTitle, placeholderBody, appDeleted, id, leaseToken, attempt, maxAttempts: Int
+        placeholderTitle, placeholderBody, appDeleted, id, leaseToken, attempt, maxAttempts, problem: Int
 
     init(_ r: PGResult) throws {
         kind = try r.columnIndex(named: "kind")
@@ -38,6 +38,7 @@ struct ClaimColumns {
         leaseToken = try r.columnIndex(named: "lease_token")
         attempt = try r.columnIndex(named: "attempt")
         maxAttempts = try r.columnIndex(named: "max_attempts")
+        problem = try r.columnIndex(named: "problem")
     }
 }
 

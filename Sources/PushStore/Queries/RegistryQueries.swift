@@ -1,32 +1,31 @@
 /// SQL of apps, devices and notifications (the API side), in one place. Parameterized; casts are
 /// explicit so function resolution never depends on parameter type inference.
 enum RegistryQueries {
+    /// The app's columns as `AppStore` decodes them (sql/0006 `push_app_create`, `push_app_update`).
+    static let appColumns = "id, name, require_encryption, placeholder_title, placeholder_body, deleted, created_at, updated_at"
+
     static let appCreate = """
-    INSERT INTO push_apps (name, require_encryption, placeholder_title, placeholder_body)
-    VALUES ($1::text, coalesce($2::boolean, false), coalesce($3::text, 'New notification'), coalesce($4::text, ''))
-    RETURNING id, name, require_encryption, placeholder_title, placeholder_body, deleted_at IS NOT NULL AS deleted
+    SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text)
     """
 
     static let appUpdate = """
-    UPDATE push_apps SET require_encryption = coalesce($2::boolean, require_encryption),
-                         placeholder_title = coalesce($3::text, placeholder_title),
-                         placeholder_body = coalesce($4::text, placeholder_body),
-                         name = coalesce($5::text, name), updated_at = now()
-     WHERE id = $1::uuid AND deleted_at IS NULL
-    RETURNING id, name, require_encryption, placeholder_title, placeholder_body, deleted_at IS NOT NULL AS deleted
+    SELECT \(appColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text)
     """
 
     static let appDelete = "UPDATE push_apps SET deleted_at = now() WHERE id = $1::uuid AND deleted_at IS NULL"
 
     static let appGet = """
-    SELECT id, name, require_encryption, placeholder_title, placeholder_body, deleted_at IS NOT NULL AS deleted
+    SELECT id, name, require_encryption, placeholder_title, placeholder_body, deleted_at IS NOT NULL AS deleted,
+           created_at, updated_at
       FROM push_apps WHERE id = $1::uuid
     """
 
+    /// The registration upsert and the device as stored (sql/0006 `push_register_device_v2`).
     static let registerDevice = """
-    SELECT device_id, created, reactivated, evicted
-      FROM push_register_device($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::bytea, $8::text,
-                                $9::text, $10::text, $11::bytea, $12::text, $13::bigint, $14::int)
+    SELECT device_id, created, reactivated, evicted, app_id, platform, user_id, apns_environment, active, kid,
+           created_at, last_registered_at
+      FROM push_register_device_v2($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::bytea, $8::text,
+                                   $9::text, $10::text, $11::bytea, $12::text, $13::bigint, $14::int)
     """
 
     static let deleteDevice = "SELECT push_delete_device($1::uuid, $2::text, $3::uuid) AS deleted"
@@ -40,6 +39,19 @@ enum RegistryQueries {
        AND ($4::boolean IS NULL OR active = $4::boolean)
      ORDER BY last_registered_at DESC, id
      LIMIT $5::int
+    """
+
+    /// The app (no row: unknown) and, beside it, each device a notification would target now (a row
+    /// with `id` null when none): the acceptance size check's inputs in one round trip (R-SEND-7).
+    /// `push_devices_audience_idx`.
+    static let sendPreview = """
+    SELECT a.id AS app_id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
+           a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at,
+           d.id, d.platform, coalesce(d.token, d.endpoint) AS address, d.apns_environment, d.public_key, d.kid
+      FROM push_apps a
+      LEFT JOIN push_devices d ON d.app_id = a.id AND d.mode = $2::text AND d.active AND d.user_id = ANY ($3::text[])
+                              AND ($4::uuid[] IS NULL OR d.id = ANY ($4::uuid[]))
+     WHERE a.id = $1::uuid
     """
 
     /// The devices a notification would target now, for the acceptance size check (R-SEND-7).
@@ -58,6 +70,13 @@ enum RegistryQueries {
     """
 
     static let cancel = "SELECT push_cancel($1::uuid) AS cancelled"
+
+    static let notificationByIdempotencyKey = """
+    SELECT id FROM push_notifications WHERE app_id = $1::uuid AND mode = $2::text AND idempotency_key = $3::text
+    """
+
+    /// A notification's app and mode, for scoping a cancel (R-MODE-1).
+    static let notificationScope = "SELECT app_id, mode, status FROM push_notifications WHERE id = $1::uuid"
 
     static let notificationGet = """
     SELECT id, app_id, mode, status, encrypted, device_count, error_code, send_at, accepted_at, started_at,

@@ -68,7 +68,11 @@ extension InMemoryQueue {
                                               "mode": r.mode.rawValue, "reason": ErrorCode.deviceLimit.rawValue]))
             }
             devices = all
-            return RegistrationResult(deviceID: device.id, created: created, reactivated: reactivated, evicted: evicted)
+            let stored = StoredDevice(id: device.id, appID: appID, platform: device.platform, userID: device.userID,
+                                      apnsEnvironment: device.apnsEnvironment?.rawValue, active: true, encryptionKeyID: device.kid,
+                                      createdAt: existing?.lastRegisteredAt ?? now, lastRegisteredAt: device.lastRegisteredAt)
+            return RegistrationResult(deviceID: device.id, created: created, reactivated: reactivated, evicted: evicted,
+                                      device: stored)
         }
     }
 

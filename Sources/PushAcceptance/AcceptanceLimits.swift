@@ -1,0 +1,57 @@
+import Foundation
+import PushCore
+
+/// Every bound the acceptance path puts on a request (R-LIM-1), listed in the README. The SQL
+/// functions of sql/0006 enforce the same numbers at the storage boundary for every caller; this
+/// service checks them first so a refusal names its field before anything is read or written
+/// (`FieldBoundsTests` probes both sides at each boundary).
+///
+/// Sizes are UTF-8 bytes; "characters" are Unicode scalars, as PostgreSQL's `char_length` counts
+/// them. The fields that travel in clear beside an encrypted iOS payload (placeholder title and
+/// body, sound, thread id, badge) are measured as escaped in the JSON payload and together leave
+/// at least `minimumEncryptedIOSContentBytes` of sealed content (`AcceptanceLimitsTests`).
+public enum AcceptanceLimits {
+    /// User ids per notification.
+    public static let maxUserIDs = 1_000
+    /// Characters of a user id (R-DEV-1).
+    public static let maxUserIDCharacters = DeviceRegistration.maxUserIDLength
+    /// Device ids narrowing a notification, when given (at least one).
+    public static let maxDeviceIDs = 1_000
+    /// Bytes of a notification's `data` JSON text (the content rule bounds what it measures).
+    public static let maxDataTextBytes = 65_536
+    /// Badge values.
+    public static let badge = 0...2_147_483_647
+    /// Bytes of `sound`, as escaped in the JSON payload.
+    public static let maxSoundBytes = 64
+    /// Bytes of `thread_id`, as escaped in the JSON payload.
+    public static let maxThreadIDBytes = 64
+    /// Bytes of `collapse_key` (R-SEND-13; it travels in a header, so no control character).
+    public static let maxCollapseKeyBytes = NotificationContent.maxCollapseKeyBytes
+    /// `ttl` seconds (R-SEND-10).
+    public static let ttlSeconds = 0...2_419_200
+    /// How far before the acceptance `send_at` may lie (an earlier one is a client's mistake).
+    public static let sendAtEarliest: TimeInterval = 30 * 86_400
+    /// How far after the acceptance `send_at` may lie.
+    public static let sendAtLatest: TimeInterval = 365 * 86_400
+    /// Characters of an idempotency key (R-SEND-1).
+    public static let maxIdempotencyKeyCharacters = 255
+    /// Characters of the SMS fallback's phone number (its E.164 form is the SMS issue's).
+    public static let maxSMSPhoneCharacters = 32
+    /// Characters of the SMS fallback's text.
+    public static let maxSMSTextCharacters = 1_600
+    /// Characters of an app name.
+    public static let maxAppNameCharacters = 200
+    /// Bytes of `placeholder_title`, as escaped in the JSON payload.
+    public static let maxPlaceholderTitleBytes = 128
+    /// Bytes of `placeholder_body`, as escaped in the JSON payload.
+    public static let maxPlaceholderBodyBytes = 128
+    /// Sealed content bytes an encrypted iOS push always has room for, whatever the app's
+    /// placeholders and the notification's badge, sound and thread id (R-LIM-1): at least 2,500.
+    public static let minimumEncryptedIOSContentBytes = 2_500
+
+    /// UTF-8 bytes of `s` as escaped in a JSON string (R-ENC-9), the measure of the clear fields.
+    public static func jsonTextBytes(_ s: String) -> Int { JSONWriter.quotedLength(s) - 2 }
+
+    /// Characters of `s` as PostgreSQL counts them (`char_length`: Unicode scalars).
+    public static func characters(_ s: String) -> Int { s.unicodeScalars.count }
+}

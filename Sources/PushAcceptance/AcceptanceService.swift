@@ -1,0 +1,222 @@
+import Foundation
+import PushCore
+import PushCrypto
+import PushProviders
+import PushStore
+
+/// The one acceptance path (R-API-6) the CLI and the API both call: request validation (R-DEV-1,
+/// R-DEV-3, R-SEND-1, R-SEND-13, R-LIM-1), content building, the exact 4096-byte rule against the
+/// targeted devices (R-SEND-7, PushCore's `PayloadSizeRule`), then the SQL function that stores
+/// it (`push_enqueue`, `push_register_device_v2`, `push_app_create`, `push_app_update`,
+/// `push_cancel`, `push_delete_device`), which bounds every field again for any other caller.
+/// No HTTP and no command-line parsing here.
+///
+/// Every refusal is an `AcceptanceError` (a stable code, a message that never quotes content, the
+/// field at fault, the bytes to cut). Any other error thrown is the database's (`PGError`: the
+/// connection failed, a timeout), which the API answers 503.
+///
+/// Runs on the connection it is given (the API hands it a pooled one), one call at a time, each
+/// in its own statements: a send costs two round trips (the app and its targeted devices, then
+/// `push_enqueue`), a registration one. Every check that needs no database runs before the
+/// connection is first used, so bad input is refused even with no database reachable.
+public final class AcceptanceService {
+    private var session: PGConnection?
+    private let open: (() throws -> PGConnection)?
+    /// Replaces the R-DEV-6 cap of active devices per app and mode (nil: 1,000,000 live, 1,000
+    /// test); tests use small numbers.
+    public var appDeviceLimit: Int64?
+    /// The providers served: which platforms register and how, each one's payload writer.
+    public var providers: ProviderTable = .standard
+
+    /// A service on `connection`.
+    public init(connection: PGConnection, appDeviceLimit: Int64? = nil) {
+        self.session = connection
+        self.open = nil
+        self.appDeviceLimit = appDeviceLimit
+    }
+
+    /// A service that opens its connection with `open` when a call first needs the database (the
+    /// CLI: input refused before connecting).
+    public init(connecting open: @escaping () throws -> PGConnection, appDeviceLimit: Int64? = nil) {
+        self.session = nil
+        self.open = open
+        self.appDeviceLimit = appDeviceLimit
+    }
+
+    /// The session calls run on, opened on first use for `init(connecting:)`.
+    /// - Throws: `PGError` when it cannot be opened.
+    public func connection() throws -> PGConnection {
+        if let session { return session }
+        guard let open else { throw PGError(code: .usage, message: "AcceptanceService has no connection") }
+        let c = try open()
+        session = c
+        return c
+    }
+
+    // MARK: - Notifications
+
+    /// Accepts one notification (R-SEND-1): validates every field, builds its content, refuses it
+    /// `PUSH_PAYLOAD_TOO_LARGE` with the bytes to cut when the largest payload among the devices it
+    /// targets now would exceed 4096 bytes (or when no payload kind could ever carry it, whatever
+    /// the audience), then enqueues it (charges, job, NOTIFY in one statement).
+    ///
+    /// An idempotency key already used in the app and mode answers the first notification
+    /// (`created` false) when every field but `send_at` is the same, and `IDEMPOTENCY_KEY_REUSED`
+    /// otherwise (R-API-5); a true replay is answered even if the audience changed since.
+    /// - Parameter now: the acceptance time `send_at`'s window is judged from.
+    /// - Throws: `AcceptanceError` (`VALIDATION_ERROR`, `NOT_FOUND` for an unknown or deleted app,
+    ///   `PUSH_PAYLOAD_TOO_LARGE`, `IDEMPOTENCY_KEY_REUSED`); `PGError` on database failure.
+    public func send(_ request: SendRequest, now: Date = Date()) throws -> SendResult {
+        let valid = try SendValidation.validate(request, now: now)
+        let store = NotificationStore(connection: try connection())
+        guard let preview = try store.sendPreview(appID: request.appID, mode: request.mode.rawValue,
+                                                  userIDs: request.userIDs, deviceIDs: request.deviceIDs),
+              !preview.app.deleted else {
+            throw AcceptanceError(.notFound, "app_id: no push app \(request.appID.uuidString.lowercased())", field: "app_id")
+        }
+        let planner = DeliveryPlanner(content: valid.content,
+                                      placeholders: AppPlaceholders(title: preview.app.placeholderTitle,
+                                                                    body: preview.app.placeholderBody),
+                                      requireEncryption: preview.app.requireEncryption, mode: request.mode,
+                                      platforms: providers.planning)
+        let floor = planner.contentFloorCheck
+        if !floor.fits { throw AcceptanceError.tooLarge(floor) }
+        let devices = preview.audience.map {
+            DeviceSnapshot(platform: Platform(rawValue: $0.platform), token: $0.address,
+                           apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
+                           publicKey: $0.publicKey, kid: $0.kid)
+        }
+        if let worst = planner.acceptanceSizeCheck(devices: devices), !worst.fits {
+            // A replay is judged by push_enqueue against its first notification, not by today's devices.
+            let replay = try request.idempotencyKey.map {
+                try store.notificationID(appID: request.appID, mode: request.mode.rawValue, idempotencyKey: $0)
+            } ?? nil
+            if replay == nil { throw AcceptanceError.tooLarge(worst) }
+        }
+        let (id, created) = try Self.stored { try store.enqueue(valid.enqueue) }
+        return SendResult(notificationID: id, created: created)
+    }
+
+    /// Cancels a notification whose send time has not come (refunding it). With `appID` or `mode`
+    /// given, a notification of another app or mode is `NOT_FOUND`, exactly like one that does not
+    /// exist (R-MODE-1; the API also scopes by account).
+    /// - Throws: `AcceptanceError` `NOT_FOUND`, or `NOT_CANCELLABLE` once its send time came or it
+    ///   is final; `PGError` on database failure.
+    public func cancelNotification(id: UUID, appID: UUID? = nil, mode: Mode? = nil) throws {
+        let store = NotificationStore(connection: try connection())
+        let shown = id.uuidString.lowercased()
+        guard let scope = try store.scope(id: id), appID.map({ $0 == scope.appID }) ?? true,
+              mode.map({ $0.rawValue == scope.mode }) ?? true else {
+            throw AcceptanceError(.notFound, "no notification \(shown)")
+        }
+        guard try store.cancel(id: id) else {
+            throw AcceptanceError(.notCancellable, "notification \(shown) cannot be cancelled: its send time has come or it is final")
+        }
+    }
+
+    // MARK: - Devices
+
+    /// Registers (upserts) a device (R-DEV-1..8): every field validated (the token's alphabet, the
+    /// user id, the key on the P-256 curve and unpadded, the subscription's endpoint and keys),
+    /// then `push_register_device_v2` (the per-user and per-app limits, R-DEV-5/6).
+    /// - Returns: the device as stored, whether it was created or reactivated, and the user's devices
+    ///   deactivated with `DEVICE_LIMIT`.
+    /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field, `NOT_FOUND` (app),
+    ///   `PUSH_DEVICE_LIMIT`; `PGError` on database failure.
+    public func registerDevice(_ request: DeviceRegistrationRequest) throws -> DeviceRegistrationResult {
+        let key: String??
+        switch request.encryptionKey {
+        case .keep: key = .none
+        case .remove: key = .some(nil)
+        case .set(let text): key = .some(text)
+        }
+        let registration: DeviceRegistration
+        do {
+            registration = try DeviceRegistration.validate(
+                mode: request.mode.rawValue, platform: request.platform, token: request.token, userID: request.userID,
+                apnsEnvironment: request.apnsEnvironment, encryptionPublicKey: key,
+                subscriptionEndpoint: request.subscription?.endpoint, subscriptionP256dh: request.subscription?.p256dh,
+                subscriptionAuth: request.subscription?.auth, platforms: providers.addressing,
+                allowLoopbackEndpoints: request.allowLoopbackEndpoints)
+        } catch let e as PushError {
+            throw AcceptanceError(e)
+        }
+        let registry = DeviceRegistry(connection: try connection(), appLimitOverride: appDeviceLimit)
+        let r = try Self.stored { try registry.register(appID: request.appID, registration) }
+        return DeviceRegistrationResult(device: r.device, created: r.created, reactivated: r.reactivated, evicted: r.evicted)
+    }
+
+    /// Deletes (deactivates) a device of `appID` and `mode` (R-DEV-7; registering its token again
+    /// reactivates it).
+    /// - Throws: `AcceptanceError` `NOT_FOUND` when no active device of that app and mode has the
+    ///   id; `PGError` on database failure.
+    public func deleteDevice(appID: UUID, mode: Mode, deviceID: UUID) throws {
+        let registry = DeviceRegistry(connection: try connection())
+        guard try Self.stored({ try registry.delete(appID: appID, mode: mode, deviceID: deviceID) }) else {
+            throw AcceptanceError(.notFound, "no active device \(deviceID.uuidString.lowercased()) in this app and mode")
+        }
+    }
+
+    // MARK: - Apps
+
+    /// Creates a push app (R-APP-1): name 1 to 200 characters, placeholders at most 128 bytes each
+    /// as escaped in JSON (R-LIM-1).
+    /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
+    public func createApp(_ request: AppCreateRequest) throws -> PushApp {
+        try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
+                                placeholderBody: request.placeholderBody)
+        let store = AppStore(connection: try connection())
+        return try Self.stored {
+            try store.appCreate(name: request.name, requireEncryption: request.requireEncryption,
+                                placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody)
+        }
+    }
+
+    /// Changes the given fields of a push app (R-APP-1, R-APP-2: the policy is read at send time,
+    /// so it applies to queued notifications too); turning `require_encryption` off records a
+    /// `push_app.encryption_disabled` event for the live mode.
+    /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field, `NOT_FOUND` for an unknown
+    ///   or deleted app; `PGError` on database failure.
+    public func updateApp(id: UUID, _ request: AppUpdateRequest) throws -> PushApp {
+        try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
+                                placeholderBody: request.placeholderBody)
+        let store = AppStore(connection: try connection())
+        guard let app = try Self.stored({
+            try store.appUpdate(id: id, requireEncryption: request.requireEncryption,
+                                placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
+                                name: request.name)
+        }) else {
+            throw AcceptanceError(.notFound, "no push app \(id.uuidString.lowercased())")
+        }
+        return app
+    }
+
+    // MARK: - Helpers
+
+    /// Runs a storage step, turning the SQL functions' refusals (and the stores' `PushError`s)
+    /// into `AcceptanceError`; database failures pass through.
+    static func stored<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as PushError {
+            throw AcceptanceError(e)
+        } catch let e as PGError {
+            if let domain = StoreErrors.domainError(e) { throw AcceptanceError(domain) }
+            throw e
+        }
+    }
+}
+
+/// The bounds of an app's fields (R-APP-1, R-LIM-1).
+enum AppValidation {
+    static func check(name: String?, placeholderTitle: String?, placeholderBody: String?) throws {
+        if let name {
+            let n = AcceptanceLimits.characters(name)
+            guard n >= 1, n <= AcceptanceLimits.maxAppNameCharacters, !name.utf8.contains(0) else {
+                throw AcceptanceError.invalid("name", "must be 1 to \(AcceptanceLimits.maxAppNameCharacters) characters, without NUL")
+            }
+        }
+        try SendValidation.clearField(placeholderTitle, "placeholder_title", max: AcceptanceLimits.maxPlaceholderTitleBytes)
+        try SendValidation.clearField(placeholderBody, "placeholder_body", max: AcceptanceLimits.maxPlaceholderBodyBytes)
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import PushCore
+import PushStore
+
+/// A send request that passed every device-independent check: what to store and the content the
+/// size rule measures.
+struct ValidatedSend {
+    /// The storage step's input (`push_enqueue`), `data` in its compact form.
+    var enqueue: EnqueueRequest
+    /// The content as the worker will read it back.
+    var content: NotificationContent
+}
+
+/// The device-independent checks of a send request (R-SEND-1, R-SEND-13, R-LIM-1), pure: each
+/// refusal is `VALIDATION_ERROR` naming its field, in the order of the request's fields.
+enum SendValidation {
+    typealias Limits = AcceptanceLimits
+
+    static func validate(_ r: SendRequest, now: Date) throws -> ValidatedSend {
+        try checkUsers(r.userIDs)
+        if let ids = r.deviceIDs, ids.isEmpty || ids.count > Limits.maxDeviceIDs {
+            throw AcceptanceError.invalid("device_ids", "when given, 1 to \(Limits.maxDeviceIDs) device ids")
+        }
+        try noNUL(r.title, "title")
+        try noNUL(r.body, "body")
+        let data = try dataObject(r.data)
+        if let badge = r.badge, !Limits.badge.contains(badge) {
+            throw AcceptanceError.invalid("badge", "must be from 0 to \(Limits.badge.upperBound)")
+        }
+        try clearField(r.sound, "sound", max: Limits.maxSoundBytes)
+        try clearField(r.threadID, "thread_id", max: Limits.maxThreadIDBytes)
+        if let key = r.collapseKey {
+            let bytes = key.utf8.count
+            guard bytes >= 1, bytes <= Limits.maxCollapseKeyBytes, !key.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
+                throw AcceptanceError.invalid("collapse_key", "must be 1 to \(Limits.maxCollapseKeyBytes) bytes (R-SEND-13) without control characters")
+            }
+        }
+        var priority = Priority.high
+        if let text = r.priority {
+            guard let p = Priority(rawValue: text) else { throw AcceptanceError.invalid("priority", "must be high or normal") }
+            priority = p
+        }
+        if let ttl = r.ttlSeconds, !Limits.ttlSeconds.contains(ttl) {
+            throw AcceptanceError.invalid("ttl", "must be from 0 to \(Limits.ttlSeconds.upperBound) seconds")
+        }
+        if let at = r.sendAt {
+            let offset = at.timeIntervalSince(now)
+            guard offset.isFinite, offset >= -Limits.sendAtEarliest, offset <= Limits.sendAtLatest else {
+                throw AcceptanceError.invalid("send_at", "must be a finite time from 30 days before to 365 days after now")
+            }
+        }
+        if let key = r.idempotencyKey {
+            let n = Limits.characters(key)
+            guard n >= 1, n <= Limits.maxIdempotencyKeyCharacters, !key.utf8.contains(0) else {
+                throw AcceptanceError.invalid("idempotency_key", "must be 1 to \(Limits.maxIdempotencyKeyCharacters) characters, without NUL")
+            }
+        }
+        if let sms = r.smsFallback {
+            try characters(sms.phone, "sms_fallback.phone", max: Limits.maxSMSPhoneCharacters)
+            try characters(sms.text, "sms_fallback.text", max: Limits.maxSMSTextCharacters)
+        }
+
+        let content = NotificationContent(title: r.title, body: r.body, data: data, badge: r.badge, sound: r.sound,
+                                          threadId: r.threadID, collapseKey: r.collapseKey, priority: priority)
+        do {
+            try content.validate()
+        } catch let e as PushError {
+            throw AcceptanceError(e)
+        }
+        let compact = data.map { String(decoding: JSONWriter.bytes(.object($0)), as: UTF8.self) }
+        let q = storageRequest(r, data: compact)
+        return ValidatedSend(enqueue: q, content: content)
+    }
+
+    /// The storage step's input for `r`, with `data` as given (no check made here).
+    static func storageRequest(_ r: SendRequest, data: String?) -> EnqueueRequest {
+        var q = EnqueueRequest(appID: r.appID, mode: r.mode.rawValue, userIDs: r.userIDs)
+        q.deviceIDs = r.deviceIDs
+        q.title = r.title
+        q.body = r.body
+        q.data = data
+        q.badge = r.badge
+        q.sound = r.sound
+        q.threadID = r.threadID
+        q.collapseKey = r.collapseKey
+        q.priority = r.priority
+        q.sendAt = r.sendAt
+        q.ttlSeconds = r.ttlSeconds
+        q.idempotencyKey = r.idempotencyKey
+        q.smsPhone = r.smsFallback?.phone
+        q.smsText = r.smsFallback?.text
+        return q
+    }
+
+    /// 1 to 1,000 user ids of 1 to 255 characters each, without NUL (R-DEV-1: no device can
+    /// belong to any other user id).
+    static func checkUsers(_ ids: [String]) throws {
+        guard !ids.isEmpty else { throw AcceptanceError.invalid("user_ids", "at least one user is required") }
+        guard ids.count <= Limits.maxUserIDs else {
+            throw AcceptanceError.invalid("user_ids", "at most \(Limits.maxUserIDs) user ids")
+        }
+        for (i, id) in ids.enumerated() {
+            let n = Limits.characters(id)
+            if n < 1 || n > Limits.maxUserIDCharacters || id.utf8.contains(0) {
+                throw AcceptanceError.invalid("user_ids", "element \(i) (from 0) is not a user id of 1 to \(Limits.maxUserIDCharacters) characters without NUL")
+            }
+        }
+    }
+
+    /// The `data` object, or nil: at most 65,536 bytes of JSON text, a JSON object (strict
+    /// RFC 8259, no duplicate key), no NUL in any string (PostgreSQL cannot process `\u0000`).
+    static func dataObject(_ text: String?) throws -> JSONObject? {
+        guard let text else { return nil }
+        guard text.utf8.count <= Limits.maxDataTextBytes else {
+            throw AcceptanceError.invalid("data", "at most \(Limits.maxDataTextBytes) bytes of JSON text")
+        }
+        let object: JSONObject
+        do {
+            object = try JSONParser.parseDataObject(text)
+        } catch let e as PushError {
+            // The parser's messages name a byte offset, never the text.
+            throw AcceptanceError.invalid("data", e.message)
+        }
+        if containsNUL(.object(object)) {
+            throw AcceptanceError.invalid("data", "must not hold \\u0000")
+        }
+        return object
+    }
+
+    private static func containsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let s): return s.utf8.contains(0)
+        case .array(let items): return items.contains(where: containsNUL)
+        case .object(let o): return o.members.contains { $0.key.utf8.contains(0) || containsNUL($0.value) }
+        default: return false
+        }
+    }
+
+    /// A field in clear beside an encrypted iOS payload: at most `max` bytes as escaped in JSON.
+    static func clearField(_ text: String?, _ field: String, max: Int) throws {
+        guard let text else { return }
+        try noNUL(text, field)
+        if Limits.jsonTextBytes(text) > max {
+            throw AcceptanceError.invalid(field, "at most \(max) bytes (UTF-8, as escaped in the JSON payload)")
+        }
+    }
+
+    static func characters(_ text: String, _ field: String, max: Int) throws {
+        let n = Limits.characters(text)
+        guard n >= 1, n <= max, !text.utf8.contains(0) else {
+            throw AcceptanceError.invalid(field, "must be 1 to \(max) characters, without NUL")
+        }
+    }
+
+    static func noNUL(_ text: String?, _ field: String) throws {
+        if let text, text.utf8.contains(0) { throw AcceptanceError.invalid(field, "must not contain NUL") }
+    }
+}

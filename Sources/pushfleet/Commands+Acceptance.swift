@@ -1,0 +1,156 @@
+import Foundation
+import PushAcceptance
+import PushCore
+import PushStore
+
+/// The commands that accept something (apps, devices, notifications): thin clients of
+/// `AcceptanceService` (R-API-6), which validates, measures and stores exactly as the API does.
+/// Here only the command line is parsed.
+extension Commands {
+    /// The acceptance service, connecting only once a call needs the database (bad input is
+    /// refused before).
+    static func service() -> AcceptanceService { AcceptanceService(connecting: { try connect() }) }
+
+    // MARK: - apps
+
+    static func apps(_ sub: String, _ args: Arguments, _ out: Output) throws {
+        let app: PushApp?
+        switch sub {
+        case "create":
+            app = try service().createApp(AppCreateRequest(
+                name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
+                placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body")))
+        case "update":
+            let id = try appID(args, position: 2)
+            app = try service().updateApp(id: id, AppUpdateRequest(
+                name: args.value("name"), requireEncryption: try args.bool("require-encryption"),
+                placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body")))
+        case "show":
+            app = try AppStore(connection: try connect()).appGet(id: try appID(args, position: 2))
+        case "delete":
+            let id = try appID(args, position: 2)
+            let store = AppStore(connection: try connect())
+            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(id.uuidString.lowercased())") }
+            app = try store.appGet(id: id)
+        default:
+            throw CLIError.usage("apps \(sub.prefix(20)): unknown; see pushfleet apps --help")
+        }
+        guard let app else { throw PushError(.notFound, "no such push app") }
+        out.emit(app) {
+            "app \(app.id.uuidString.lowercased())  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.deleted ? "  (deleted)" : "")"
+        }
+    }
+
+    static func appID(_ args: Arguments, position: Int) throws -> UUID {
+        let text = args.positional.count > position ? args.positional[position] : args.value("app")
+        guard let text, let id = UUID(uuidString: text) else { throw CLIError.usage("give the app id (a UUID)") }
+        return id
+    }
+
+    // MARK: - devices
+
+    static func devices(_ sub: String, _ args: Arguments, _ out: Output) throws {
+        guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
+        let mode = try self.mode(args)
+        if args.flag("remove-key") && args.value("encryption-public-key") != nil {
+            throw CLIError.usage("--remove-key and --encryption-public-key contradict each other: give one")
+        }
+        switch sub {
+        case "register":
+            let key: DeviceRegistrationRequest.EncryptionKeyChange = args.flag("remove-key") ? .remove
+                : args.value("encryption-public-key").map { .set($0) } ?? .keep
+            let web = args.value("endpoint") != nil || args.value("p256dh") != nil || args.value("auth") != nil
+            let r = try service().registerDevice(DeviceRegistrationRequest(
+                appID: app, mode: mode, platform: try args.required("platform"), token: args.value("token"),
+                subscription: web ? .init(endpoint: args.value("endpoint"), p256dh: args.value("p256dh"),
+                                          auth: args.value("auth")) : nil,
+                userID: try args.required("user"), apnsEnvironment: args.value("apns-environment"), encryptionKey: key,
+                allowLoopbackEndpoints: args.flag("allow-loopback-endpoints")))
+            out.emit(RegisterOutput(r)) {
+                "device \(r.device.id.uuidString.lowercased())\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
+            }
+        case "delete":
+            guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
+                throw CLIError.usage("give the device id")
+            }
+            try service().deleteDevice(appID: app, mode: mode, deviceID: id)
+            out.emit(KV(fields: ["deleted": id.uuidString.lowercased()])) { "device \(id.uuidString.lowercased()) deactivated" }
+        case "list":
+            let registry = DeviceRegistry(connection: try connect())
+            let list = try registry.list(appID: app, mode: mode, userID: args.value("user"), active: try args.bool("active"))
+            out.emit(list) {
+                list.map { d in
+                    "\(d.id.uuidString.lowercased())  \(d.platform)  user=\(d.userID)  kid=\(d.encryptionKeyID ?? "-")  \(d.active ? "active" : "inactive(\(d.deactivationReason ?? "?"))")"
+                }.joined(separator: "\n")
+            }
+        default:
+            throw CLIError.usage("devices \(sub.prefix(20)): unknown; see pushfleet devices --help")
+        }
+    }
+
+    /// `--mode test|live`.
+    static func mode(_ args: Arguments) throws -> Mode {
+        guard let mode = Mode(rawValue: try args.required("mode")) else {
+            throw PushError(.validationError, "mode: must be test or live", field: "mode")
+        }
+        return mode
+    }
+
+    // MARK: - send
+
+    static func send(_ args: Arguments, _ out: Output) throws {
+        guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
+        let mode = try self.mode(args)
+        let users = args.values("user")
+        guard !users.isEmpty else { throw CLIError.usage("--user is required (repeat it for several users)") }
+        var q = SendRequest(appID: app, mode: mode, userIDs: users)
+        let devices = try args.values("device").map { text -> UUID in
+            guard let u = UUID(uuidString: text) else { throw CLIError.usage("--device must be a UUID") }
+            return u
+        }
+        q.deviceIDs = devices.isEmpty ? nil : devices
+        q.title = args.value("title")
+        q.body = args.value("body")
+        q.data = args.value("data")
+        q.badge = try args.int("badge")
+        q.sound = args.value("sound")
+        q.threadID = args.value("thread-id")
+        q.collapseKey = args.value("collapse-key")
+        q.priority = args.value("priority")
+        q.sendAt = try args.date("send-at")
+        q.ttlSeconds = try args.int("ttl")
+        q.idempotencyKey = args.value("idempotency-key")
+        if args.value("sms-phone") != nil || args.value("sms-text") != nil {
+            guard let phone = args.value("sms-phone"), let text = args.value("sms-text") else {
+                throw CLIError.usage("--sms-phone and --sms-text go together")
+            }
+            q.smsFallback = .init(phone: phone, text: text)
+        }
+        let r = try service().send(q)
+        let id = r.notificationID.uuidString.lowercased()
+        out.emit(SendOutput(notificationID: r.notificationID, created: r.created, replayed: r.replayed)) {
+            r.created ? id : "\(id) (a replay of the idempotency key: the first notification)"
+        }
+    }
+
+    // MARK: - notifications
+
+    static func notifications(_ sub: String, _ args: Arguments, _ out: Output) throws {
+        guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
+            throw CLIError.usage("give the notification id")
+        }
+        let shown = id.uuidString.lowercased()
+        switch sub {
+        case "show":
+            guard let r = try NotificationStore(connection: try connect()).report(id: id) else {
+                throw PushError(.notFound, "no notification \(shown)")
+            }
+            out.emit(r) { Report.text(r) }
+        case "cancel":
+            try service().cancelNotification(id: id)
+            out.emit(KV(fields: ["cancelled": shown])) { "cancelled \(shown) (refunded)" }
+        default:
+            throw CLIError.usage("notifications \(sub.prefix(20)): unknown")
+        }
+    }
+}

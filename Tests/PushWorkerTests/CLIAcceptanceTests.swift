@@ -1,0 +1,196 @@
+import Foundation
+import PushCore
+import PushCrypto
+import PushStore
+@testable import PushWorker
+import XCTest
+
+/// One run of the built CLI, with its arguments as raw bytes when needed (through `/bin/sh`,
+/// since a Swift `String` cannot hold invalid UTF-8), its exit and whether it crashed.
+enum CLIRun {
+    struct Result {
+        var status: Int32
+        var crashed: Bool
+        var output: String
+        /// The `{"error": {...}}` object of a `--json` refusal.
+        var error: [String: Any]? {
+            for line in output.split(separator: "\n") {
+                if let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                   let e = o["error"] as? [String: Any] { return e }
+            }
+            return nil
+        }
+        /// The JSON answer on success.
+        var answer: [String: Any]? {
+            output.split(separator: "\n").lazy.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                .first { $0["error"] == nil }
+        }
+    }
+
+    static func run(_ arguments: [String], database: String = "postgresql:///nowhere?host=/nonexistent",
+                    shellWords: String = "") throws -> Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // "$@" keeps each argument whole; `shellWords` is appended raw (printf escapes for bytes).
+        p.arguments = ["-c", "exec \"$0\" \"$@\" \(shellWords)", LiveWebPushCLI.executable] + arguments
+        p.environment = ["DATABASE_URL": database, "PATH": "/usr/bin:/bin"]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, crashed: p.terminationReason == .uncaughtSignal,
+                      output: String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// Issue 13 through the command line: no input crashes a command, every bad field is
+/// VALIDATION_ERROR naming it (before any database is reached), the size rule's boundary holds
+/// for every payload kind through the CLI and through `push_enqueue`, replays and reused keys,
+/// and JSON types and ids.
+final class CLIAcceptanceTests: PGWorkerTestCase {
+    private let app = "00000000-0000-4000-8000-000000000001"
+
+    private func send(_ extra: [String], database: String? = nil, shellWords: String = "") throws -> CLIRun.Result {
+        try CLIRun.run(["send", "--app", app, "--mode", "test", "--user", "u", "--json"] + extra,
+                       database: database ?? "postgresql:///nowhere?host=/nonexistent", shellWords: shellWords)
+    }
+
+    func testFarAndNonFiniteSendTimesNeverCrash() throws {
+        for (value, code) in [("+1e300s", "VALIDATION_ERROR"), ("+1e12h", "VALIDATION_ERROR"), ("+infs", "USAGE"),
+                              ("+nanm", "USAGE"), ("+1e400s", "USAGE"), ("+1e306h", "USAGE"), ("99999-01-01T00:00:00Z", "VALIDATION_ERROR")] {
+            let r = try send(["--title", "t", "--send-at", value])
+            XCTAssertFalse(r.crashed, "\(value) crashed: \(r.output)")
+            XCTAssertEqual(r.error?["code"] as? String, code, "\(value): \(r.output)")
+            if code == "VALIDATION_ERROR" { XCTAssertEqual(r.error?["field"] as? String, "send_at") }
+        }
+    }
+
+    func testOutOfRangeNumbersAndTextsAreValidationErrorsNamingTheField() throws {
+        let cases: [([String], String)] = [
+            (["--title", "t", "--badge", "2147483648"], "badge"),
+            (["--title", "t", "--badge", "-1"], "badge"),
+            (["--title", "t", "--ttl", "2147483648"], "ttl"),
+            (["--title", "t", "--idempotency-key", String(repeating: "k", count: 256)], "idempotency_key"),
+            (["--title", "t", "--sound", String(repeating: "s", count: 65)], "sound"),
+            (["--title", "t", "--collapse-key", "a\nb"], "collapse_key"),
+            (["--title", "t", "--data", #"{"a":"SECRET"#], "data"),
+            (["--title", "t", "--data", #"["SECRET"]"#], "data"),
+            (["--title", "t", "--priority", "urgent"], "priority"),
+        ]
+        for (extra, field) in cases {
+            let r = try send(extra)
+            XCTAssertFalse(r.crashed)
+            XCTAssertEqual(r.status, 1, r.output)
+            XCTAssertEqual(r.error?["code"] as? String, "VALIDATION_ERROR", "\(extra): \(r.output)")
+            XCTAssertEqual(r.error?["field"] as? String, field, r.output)
+            XCTAssertFalse(r.output.contains("SECRET"), "content quoted: \(r.output)")
+        }
+        let name = try CLIRun.run(["apps", "create", "--name", String(repeating: "n", count: 201), "--json"])
+        XCTAssertEqual(name.error?["field"] as? String, "name", name.output)
+    }
+
+    /// A user id that is not valid UTF-8 is refused, not turned into U+FFFD (where `a\xff` and
+    /// `a\xfe` would become the same user).
+    func testAnArgumentThatIsNotUTF8IsRefused() throws {
+        let r = try CLIRun.run(["send", "--app", app, "--mode", "test", "--title", "t", "--json", "--user"],
+                               shellWords: "\"$(printf 'a\\377')\"")
+        XCTAssertFalse(r.crashed)
+        XCTAssertEqual(r.status, 1, r.output)
+        XCTAssertEqual(r.error?["code"] as? String, "VALIDATION_ERROR", r.output)
+        XCTAssertTrue((r.error?["message"] as? String)?.contains("--user: not valid UTF-8") == true, r.output)
+    }
+
+    /// R-SEND-7 at the boundary of every payload kind, through the CLI (the acceptance service)
+    /// and through `push_enqueue` directly: the largest content that fits is accepted by both; one
+    /// byte more is refused by the CLI with 1 byte to cut, and by the SQL function only for the
+    /// kind whose measure is the smallest (FCM plaintext: no other kind can carry it).
+    func testTheSizeBoundaryOfEveryPayloadKindThroughTheCLIAndTheSQLFunction() throws {
+        let app = try createApp()
+        let store = NotificationStore(connection: conn)
+        let kinds: [(user: String, platform: String, key: P256PrivateKey?, sqlRefusesOneMore: Bool)] = [
+            ("plain-ios", "ios", nil, false), ("plain-android", "android", nil, true),
+            ("enc-ios", "ios", try P256PrivateKey.generate(), false), ("enc-android", "android", try P256PrivateKey.generate(), false),
+            ("web", "web", nil, false),
+        ]
+        for k in kinds {
+            _ = k.platform == "web" ? try registerWeb(app, user: k.user) : try register(app, user: k.user, platform: k.platform, key: k.key)
+            let device = DeviceSnapshot(platform: Platform(rawValue: k.platform), token: "t", apnsEnvironment: k.platform == "ios" ? .sandbox : nil,
+                                        publicKey: k.key?.publicKey.raw, kid: k.key?.publicKey.kid)
+            let planner = DeliveryPlanner(content: NotificationContent(title: "x"), placeholders: AppPlaceholders(),
+                                          requireEncryption: false, mode: .test)
+            let check = try XCTUnwrap(planner.sizeCheck(for: device))
+            let n = 1 + check.maxContentLength - check.contentLength
+            let cli = { (length: Int) in
+                try CLIRun.run(["send", "--app", app.uuidString, "--mode", "test", "--user", k.user, "--json",
+                                "--title", String(repeating: "x", count: length)], database: self.database.conninfo)
+            }
+            let fits = try cli(n)
+            XCTAssertEqual(fits.status, 0, "\(k.user) at \(n): \(fits.output)")
+            XCTAssertEqual(fits.answer?["created"] as? Bool, true)
+            let over = try cli(n + 1)
+            XCTAssertEqual(over.error?["code"] as? String, "PUSH_PAYLOAD_TOO_LARGE", "\(k.user): \(over.output)")
+            XCTAssertEqual(over.error?["bytes_to_cut"] as? Int, 1, over.output)
+
+            for (length, refused) in [(n, false), (n + 1, k.sqlRefusesOneMore)] {
+                var q = EnqueueRequest(appID: app, mode: "test", userIDs: [k.user])
+                q.title = String(repeating: "x", count: length)
+                do {
+                    _ = try store.enqueue(q)
+                    XCTAssertFalse(refused, "\(k.user): push_enqueue accepted \(length) bytes no kind can carry")
+                } catch let e as PGError {
+                    XCTAssertTrue(refused, "\(k.user): push_enqueue refused \(length) bytes that fit: \(e)")
+                    XCTAssertEqual(StoreErrors.domainError(e)?.code, .pushPayloadTooLarge)
+                    XCTAssertTrue(e.message.contains("cut at least 1 bytes"), e.message)
+                }
+            }
+        }
+        // The issue's numbers: title "Your code", data {"order":"42"}, a 4,080-byte body make
+        // exactly 4,096 bytes of FCM plaintext.
+        let base = ["send", "--app", app.uuidString, "--mode", "test", "--user", "plain-android", "--json",
+                    "--title", "Your code", "--data", #"{"order":"42"}"#, "--body"]
+        XCTAssertEqual(try CLIRun.run(base + [String(repeating: "b", count: 4080)], database: database.conninfo).status, 0)
+        let over = try CLIRun.run(base + [String(repeating: "b", count: 4081)], database: database.conninfo)
+        XCTAssertEqual(over.error?["bytes_to_cut"] as? Int, 1, over.output)
+    }
+
+    /// `send --json` answers `created` as a boolean; the same request again is a replay
+    /// (`created` false, the first id); the key with other content is IDEMPOTENCY_KEY_REUSED.
+    func testReplaysAndReusedKeysThroughTheCLI() throws {
+        let app = try createApp()
+        try register(app, user: "u")
+        let args = ["send", "--app", app.uuidString, "--mode", "test", "--user", "u", "--title", "t", "--json",
+                    "--idempotency-key", "k1"]
+        let first = try CLIRun.run(args + ["--send-at", "+60s"], database: database.conninfo)
+        XCTAssertEqual(first.answer?["created"] as? Bool, true, first.output)
+        XCTAssertEqual(first.answer?["replayed"] as? Bool, false)
+        let again = try CLIRun.run(args + ["--send-at", "+61s"], database: database.conninfo)
+        XCTAssertEqual(again.answer?["created"] as? Bool, false, again.output)
+        XCTAssertEqual(again.answer?["notification_id"] as? String, first.answer?["notification_id"] as? String)
+        let other = try CLIRun.run(args + ["--body", "b"], database: database.conninfo)
+        XCTAssertEqual(other.status, 1)
+        XCTAssertEqual(other.error?["code"] as? String, "IDEMPOTENCY_KEY_REUSED", other.output)
+        XCTAssertEqual(other.error?["field"] as? String, "idempotency_key")
+    }
+
+    /// `notifications show --json` lower-cases ids and nothing else: an upper-case UUID-shaped
+    /// title stays as sent in the stored payload bytes it shows.
+    func testNotificationsShowNormalisesIdsOnly() throws {
+        let app = try createApp()
+        let device = try register(app, user: "u", platform: "ios")
+        let shaped = "ABCDEF01-2345-4789-ABCD-EF0123456789"
+        let sent = try CLIRun.run(["send", "--app", app.uuidString.uppercased(), "--mode", "test", "--user", "u",
+                                   "--title", shaped, "--json"], database: database.conninfo)
+        let id = try XCTUnwrap(sent.answer?["notification_id"] as? String, sent.output)
+        XCTAssertEqual(id, id.lowercased())
+        try drain(try makeWorker())
+        let shown = try CLIRun.run(["notifications", "show", id, "--json"], database: database.conninfo)
+        let report = try XCTUnwrap(shown.answer, shown.output)
+        XCTAssertEqual(report["id"] as? String, id)
+        XCTAssertEqual(report["app_id"] as? String, app.uuidString.lowercased())
+        let delivery = try XCTUnwrap((report["deliveries"] as? [[String: Any]])?.first)
+        XCTAssertEqual(delivery["device_id"] as? String, device.uuidString.lowercased())
+        XCTAssertTrue((delivery["payload"] as? String)?.contains(shaped) == true, "the payload is shown as stored: \(shown.output)")
+    }
+}
