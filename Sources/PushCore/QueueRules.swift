@@ -49,8 +49,8 @@ public struct JobRetryPolicy: Sendable, Hashable {
     }
 }
 
-/// The device limits (R-DEV-5, R-DEV-6), passed to `push_register_device_v2` on every call; the
-/// SQL function holds no number of its own.
+/// The device limits (R-DEV-5, R-DEV-6): their one owner. `DeviceRegistry` passes them to
+/// `push_register_device_v2` on every call; the SQL function holds no number of its own.
 public enum DeviceLimits {
     /// R-DEV-5: active devices per user (per app and mode).
     public static let perUser = 20

@@ -100,7 +100,7 @@ public final class BatchProcessor {
                                                                         body: input.job.app.placeholderBody),
                                           requireEncryption: input.encrypted, mode: mode,
                                           invalidCredentials: states.unusable, platforms: planning)
-            let expiry = Expiry(accepted: n.acceptedAt, sendAt: n.sendAt, ttlSeconds: n.ttlSeconds)
+            let expiry = Expiry(expiresAt: n.expiresAt, ttlSeconds: n.ttlSeconds)
             for d in devices {
                 if Self.isFinal(d) { continue }
                 if let at = d.nextAttemptAt, at > now.addingTimeInterval(0.25) {

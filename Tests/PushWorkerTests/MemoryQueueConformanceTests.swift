@@ -26,4 +26,5 @@ final class MemoryQueueConformanceTests: WorkerTestCase {
     func testFinalStatesAndTheSMSOutbox() throws { try conformFinalStatesAndTheSMSOutbox() }
 
     func testClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() throws { try conformClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() }
+    func testTheStoredExpiryReachesTheWorker() throws { try conformTheStoredExpiryReachesTheWorker() }
 }

@@ -25,4 +25,5 @@ final class PGQueueConformanceTests: PGWorkerTestCase {
     func testFinalStatesAndTheSMSOutbox() throws { try conformFinalStatesAndTheSMSOutbox() }
 
     func testClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() throws { try conformClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() }
+    func testTheStoredExpiryReachesTheWorker() throws { try conformTheStoredExpiryReachesTheWorker() }
 }

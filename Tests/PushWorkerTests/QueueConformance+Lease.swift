@@ -207,4 +207,22 @@ extension WorkerTestCase {
                       "the small app's job, enqueued behind a 200-job broadcast, is in the first claim")
         XCTAssertEqual(claimed.filter { $0.notification.appID == broadcast }.count, 3)
     }
+
+    /// R-SEND-10: the expiry is stored at acceptance, max(accepted, send_at) + ttl, and the claim
+    /// hands it to the worker as stored.
+    func conformTheStoredExpiryReachesTheWorker() throws {
+        let app = try createApp()
+        let soon = try enqueue(app, users: ["u1"]) { $0.ttlSeconds = 600 }
+        let later = try enqueue(app, users: ["u2"]) {
+            $0.ttlSeconds = 60
+            $0.sendAt = Date().addingTimeInterval(-5)
+        }
+        let claimed = try world.session().jobClaimBatch(owner: "t", limit: 4, leaseSeconds: 30)
+        XCTAssertEqual(Set(claimed.map(\.notification.id)), [soon, later])
+        for job in claimed {
+            let n = job.notification
+            let expected = max(n.acceptedAt, n.sendAt ?? n.acceptedAt).addingTimeInterval(TimeInterval(n.ttlSeconds))
+            XCTAssertEqual(n.expiresAt.timeIntervalSince1970, expected.timeIntervalSince1970, accuracy: 0.000_002)
+        }
+    }
 }

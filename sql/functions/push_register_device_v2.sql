@@ -5,11 +5,12 @@
 -- no encryption key; user_id 1 to 255 characters; apns_environment sandbox or production for iOS
 -- and absent otherwise; a key set is 65 bytes starting 0x04 with a 16-character kid. (PushCore
 -- checks more before this call: the key on the curve, the endpoint's host.) The rest is 0003's
--- upsert, limits and lock order (sql/LOCK_ORDER.md).
+-- upsert, limits and lock order (sql/LOCK_ORDER.md). The limits (R-DEV-5, R-DEV-6) are the
+-- caller's: PushCore's DeviceLimits, passed by DeviceRegistry (sql/0010 made them required).
 CREATE FUNCTION push_register_device_v2(
     p_app_id uuid, p_mode text, p_platform text, p_token text, p_endpoint text, p_p256dh bytea,
     p_auth_secret bytea, p_user_id text, p_apns_environment text, p_key_action text,
-    p_public_key bytea, p_kid text, p_app_limit bigint DEFAULT NULL, p_user_limit int DEFAULT 20)
+    p_public_key bytea, p_kid text, p_app_limit bigint DEFAULT NULL, p_user_limit int DEFAULT NULL)
 RETURNS TABLE (device_id uuid, created boolean, reactivated boolean, evicted uuid[], app_id uuid, platform text,
                user_id text, apns_environment text, active boolean, kid text, created_at timestamptz,
                last_registered_at timestamptz)
@@ -17,8 +18,8 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_dev push_devices;
-    v_app_limit bigint := coalesce(p_app_limit, CASE WHEN p_mode = 'live' THEN 1000000 ELSE 1000 END);
-    v_user_limit int := coalesce(p_user_limit, 20);
+    v_app_limit bigint := p_app_limit;
+    v_user_limit int := p_user_limit;
     v_created boolean := false;
     v_reactivated boolean := false;
     v_evicted uuid[];
@@ -71,6 +72,11 @@ BEGIN
     IF p_key_action = 'set' AND (p_public_key IS NULL OR octet_length(p_public_key) <> 65
                                  OR get_byte(p_public_key, 0) <> 4 OR p_kid IS NULL OR char_length(p_kid) <> 16) THEN
         PERFORM push_refuse('encryption_public_key', 'must be a 65-byte uncompressed P-256 point, with its 16-character kid');
+    END IF;
+    -- The limits are PushCore's (DeviceLimits), passed by the registry on every call: this
+    -- function holds no number of its own (issue 16).
+    IF v_app_limit IS NULL OR v_user_limit IS NULL THEN
+        PERFORM push_refuse('app_limit', 'the per-app and per-user device limits are required (PushCore DeviceLimits)');
     END IF;
     IF v_user_limit < 1 THEN
         PERFORM push_refuse('user_limit', 'the per-user device limit must be at least 1');

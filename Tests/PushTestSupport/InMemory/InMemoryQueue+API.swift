@@ -160,7 +160,7 @@ extension InMemoryQueue {
             let row = NotificationRow(id: id, appID: q.appID, mode: mode, status: .pending, title: q.title, body: q.body,
                                       data: q.data, badge: q.badge, sound: q.sound, threadID: q.threadID,
                                       collapseKey: q.collapseKey, priority: priority, ttlSeconds: ttl, acceptedAt: now,
-                                      sendAt: q.sendAt, expiresAt: Expiry.expiresAt(accepted: now, sendAt: q.sendAt, ttl: ttl),
+                                      sendAt: q.sendAt, expiresAt: Self.expiresAt(accepted: now, sendAt: q.sendAt, ttl: ttl),
                                       hasSMSFallback: q.smsPhone != nil)
             notifications[id] = Notification(row: row, userIDs: q.userIDs, deviceIDs: q.deviceIDs, idempotencyKey: q.idempotencyKey,
                                              smsPhone: q.smsPhone, smsText: q.smsText)
@@ -173,6 +173,11 @@ extension InMemoryQueue {
                               runAt: max(now, q.sendAt ?? now)))
             return (id, true)
         }
+    }
+
+    /// max(accepted, send_at) + ttl, as push_expires_at stores it (held to it by the conformance suite).
+    static func expiresAt(accepted: Date, sendAt: Date?, ttl: Int) -> Date {
+        max(accepted, sendAt ?? accepted).addingTimeInterval(TimeInterval(ttl))
     }
 
     /// Cancels a notification whose send time has not come (its job still waiting), refunding
