@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PushBench
 import PushCore
 import PushCrypto
 import PushProviders
