@@ -28,21 +28,7 @@ public final class CredentialStore {
     ///   `NOT_FOUND` (no such live app), `PGError`.
     @discardableResult
     public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> CredentialSummary {
-        var rest = config
-        let stored: [String: String]
-        switch kind {
-        case .apns:
-            let team = rest.removeValue(forKey: "team_id") ?? "", key = rest.removeValue(forKey: "key_id") ?? ""
-            let topic = rest.removeValue(forKey: "topic") ?? ""
-            stored = try CredentialValidation.apns(teamID: team, keyID: key, topic: topic, p8PEM: secret, overrides: rest)
-        case .fcm:
-            for k in ["project_id", "client_email", "private_key_id"] { rest.removeValue(forKey: k) }
-            stored = try CredentialValidation.fcm(serviceAccountJSON: secret, overrides: rest)
-        case .webpush:
-            stored = try CredentialValidation.webpush(subject: rest["subject"] ?? "", privateKeyPEM: secret)
-        default:
-            throw PushError(.validationError, "kind: \(kind.rawValue.prefix(40)) has no credential validation")
-        }
+        let stored = try CredentialValidation.validate(kind: kind, config: config, secret: secret)
         let sealed = try SecretBox.seal(plaintext: secret, key: try requireKeys().current, aad: Self.aad(appID, kind))
         let r = try connection.exec(CredentialQueries.upsert, [
             .uuid(appID), .text(kind.rawValue), .text(try Self.json(stored)), .bytea(sealed),

@@ -91,7 +91,7 @@ final class ExpiryTests: XCTestCase {
     private let accepted = Date(timeIntervalSince1970: 1_800_000_000)
 
     /// The stored ttl is clamped to 0...2,419,200 s whatever the row holds (push_enqueue refuses
-    /// anything else; the formula of `expires_at` is push_expires_at's, tested in `ExpiryStorageTests`).
+    /// anything else; the formula of `expires_at` is push_expires_at's, tested in `LedgerTests`).
     func testStoredTTLIsClampedToFourWeeks() {
         XCTAssertEqual(Expiry(expiresAt: accepted, ttlSeconds: 9_999_999).ttlSeconds, 2_419_200)
         XCTAssertEqual(Expiry(expiresAt: accepted, ttlSeconds: 2_419_199).ttlSeconds, 2_419_199)

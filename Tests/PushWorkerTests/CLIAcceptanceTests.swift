@@ -193,4 +193,13 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertEqual(delivery["device_id"] as? String, device.uuidString.lowercased())
         XCTAssertTrue((delivery["payload"] as? String)?.contains(shaped) == true, "the payload is shown as stored: \(shown.output)")
     }
+
+    /// An unknown notification is NOT_FOUND (not a validation error), named as it was typed (lower case).
+    func testCancellingAnUnknownNotificationIsNotFound() throws {
+        let id = UUID()
+        let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
+                                       environment: ["DATABASE_URL": database.conninfo])
+        XCTAssertEqual(r.status, 1, r.output)
+        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(id.uuidString.lowercased())"), r.output)
+    }
 }

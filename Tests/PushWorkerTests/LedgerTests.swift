@@ -5,8 +5,9 @@ import PushStore
 @testable import PushWorker
 import XCTest
 
-/// The API side's SQL functions under the worker: idempotency keys (R-SEND-1, push_enqueue) and
-/// cancellation (push_cancel). The ledger nets of every ending are in the conformance suite
+/// The API side's SQL functions under the worker: idempotency keys (R-SEND-1, push_enqueue),
+/// cancellation (push_cancel), and the expiry push_enqueue stores (R-SEND-10: push_expires_at from
+/// the database's acceptance instant; the worker reads the stored instant). The ledger nets of every ending are in the conformance suite
 /// (`conformLedgerNetsForEveryEnding`), on both stores.
 final class LedgerTests: PGWorkerTestCase {
     /// R-SEND-1 / R-SEND-9: the same idempotency key twice gives one notification, one job and one
@@ -63,5 +64,27 @@ final class LedgerTests: PGWorkerTestCase {
         XCTAssertEqual(try int("SELECT count(*)::int FROM push_ledger WHERE notification_id = $1 AND kind = 'refund'",
                                [.uuid(started)]), 0)
         try assertLedgerInvariants(started)
+    }
+
+    // MARK: - R-SEND-10: the expiry is computed once, where the notification is stored
+
+    private func expiresAt(sendAt: Date?, ttl: Int?, now: Date) throws -> Date {
+        let app = try createApp()
+        var q = EnqueueRequest(appID: app, mode: "test", userIDs: ["u"])
+        q.title = "t"
+        q.sendAt = sendAt
+        q.ttlSeconds = ttl
+        let id = try NotificationStore(connection: conn).enqueue(q, now: now).id
+        return try conn.exec("SELECT expires_at FROM push_notifications WHERE id = $1", [.uuid(id)]).date(0, "expires_at")
+    }
+
+    func testExpiresAtIsStoredAsTheLaterOfAcceptedAndSendAtPlusTTL() throws {
+        let now = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 1000).rounded() * 1000)
+        XCTAssertEqual(try expiresAt(sendAt: nil, ttl: 60, now: now), now.addingTimeInterval(60))
+        XCTAssertEqual(try expiresAt(sendAt: now.addingTimeInterval(100), ttl: 60, now: now), now.addingTimeInterval(160))
+        XCTAssertEqual(try expiresAt(sendAt: now.addingTimeInterval(-100), ttl: 60, now: now), now.addingTimeInterval(60),
+                       "a send_at in the past counts from acceptance")
+        XCTAssertEqual(try expiresAt(sendAt: nil, ttl: nil, now: now), now.addingTimeInterval(2_419_200),
+                       "the ttl defaults to four weeks")
     }
 }

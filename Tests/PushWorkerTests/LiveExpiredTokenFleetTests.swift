@@ -13,6 +13,8 @@ import PushTestSupport
 /// replacement, exactly one mints it, and every delivery succeeds on the resend within its first
 /// attempt: none loses an attempt.
 final class LiveExpiredTokenFleetTests: LiveRouterTestCase {
+    override class var backend: Backend { .postgres }
+
     private var fake: FakeProviderServer?
     private var workers: [WorkerProcess] = []
 

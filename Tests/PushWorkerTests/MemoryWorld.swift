@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import PushProviders
 import PushStore
 import PushTestSupport
 import PushWorker
@@ -140,5 +141,63 @@ final class MemoryWorld: TestWorld {
         let now = Date()
         queue.alterDeliveries(where: { $1.status == .retrying }) { $0.nextAttemptAt = now }
         queue.alterJobs(where: { $0.state == .available }) { $0.runAt = now }
+    }
+
+    func report(_ n: UUID) throws -> ReportT {
+        try queue.locked { q in
+            guard let row = q.notifications[n] else { throw PushError(.notFound, "no notification") }
+            let deliveries = q.deliveries.filter { $0.key.notification == n }.map { key, d in
+                ReportT.Delivery(deviceID: key.device, status: d.status.rawValue, errorCode: d.errorCode, errorDetail: d.errorDetail,
+                                 encrypted: d.encrypted, provider: d.provider, providerMessageID: d.providerMessageID,
+                                 apnsID: d.apnsID, attempts: d.attempts, failures: d.failures, nextAttemptAt: d.nextAttemptAt,
+                                 payloadBytes: d.payload)
+            }
+            let ledger = q.ledger.filter { $0.key.notification == n }.map { key, reason in
+                ReportT.LedgerRow(deviceID: key.device, kind: key.kind, reason: reason)
+            }
+            return ReportT(status: row.row.status.rawValue, deviceCount: row.deviceCount, errorCode: row.errorCode,
+                           deliveries: deliveries, ledger: ledger)
+        }
+    }
+
+    func appEvents(app: UUID, type: String) throws -> [[String: Any]] {
+        queue.locked { q in q.events.filter { $0.appID == app && $0.type == type }.map { $0.payload as [String: Any] } }
+    }
+
+    func deliveries(device: UUID) throws -> [DeliveryRowT] {
+        queue.locked { q in
+            q.deliveries.filter { $0.key.device == device }.map { key, d in
+                DeliveryRowT(deviceID: key.device, status: d.status.rawValue, errorCode: d.errorCode, errorDetail: d.errorDetail,
+                             encrypted: d.encrypted, attempts: d.attempts, failures: d.failures, apnsID: d.apnsID,
+                             providerMessageID: d.providerMessageID, payload: d.payload)
+            }
+        }
+    }
+
+    func activeDevices(app: UUID) throws -> Int {
+        queue.locked { q in q.devices.values.filter { $0.appID == app && $0.active }.count }
+    }
+
+    func setCredentials(app: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8],
+                        keys: CredentialKeys) throws -> CredentialSummary {
+        let stored = try CredentialValidation.validate(kind: kind, config: config, secret: secret)
+        queue.credentialSet(app: app, kind: kind, identifiers: stored, secret: secret)
+        return try XCTUnwrapSummary(try credential(app: app, kind: kind))
+    }
+
+    func credential(app: UUID, kind: CredentialKind) throws -> CredentialSummary? {
+        try queue.credentialSource.states(appID: app).first { $0.kind == kind }
+    }
+
+    func credentialSource(keys: CredentialKeys) -> CredentialSource { queue.credentialSource }
+
+    func apnsTokenCache(keys: CredentialKeys) -> ProviderTokenCache { InMemoryProviderTokenCache() }
+
+    func setDeviceLastRegistered(_ id: UUID, _ at: Date) throws { queue.alterDevice(id) { $0.lastRegisteredAt = at } }
+    func setDeviceToken(_ id: UUID, _ token: String) throws { queue.alterDevice(id) { $0.token = token } }
+
+    private func XCTUnwrapSummary(_ s: CredentialSummary?) throws -> CredentialSummary {
+        guard let s else { throw PushError(.notFound, "the set was not stored") }
+        return s
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import PushProviders
 import PushStore
 import PushTestSupport
 import PushWorker
@@ -192,5 +193,72 @@ final class PGWorld: TestWorld {
     func dueNow() throws {
         try conn.exec("UPDATE push_deliveries SET next_attempt_at = now() WHERE status = 'retrying'")
         try conn.exec("UPDATE push_jobs SET run_at = now() WHERE state = 'available'")
+    }
+
+    func report(_ n: UUID) throws -> ReportT {
+        let r = try conn.exec("SELECT status, error_code, device_count FROM push_notifications WHERE id = $1", [.uuid(n)])
+        guard r.rowCount == 1 else { throw PushError(.notFound, "no notification") }
+        let d = try conn.exec("""
+            SELECT device_id, status, error_code, error_detail, encrypted, provider, provider_message_id, apns_id, attempts,
+                   failures, next_attempt_at, payload
+              FROM push_deliveries WHERE notification_id = $1 ORDER BY device_id
+            """, [.uuid(n)])
+        let l = try conn.exec("SELECT device_id, kind, reason FROM push_ledger WHERE notification_id = $1 ORDER BY device_id, kind",
+                              [.uuid(n)])
+        return ReportT(
+            status: try r.string(0, "status"), deviceCount: try r.int(0, "device_count"), errorCode: try r.decode(0, "error_code"),
+            deliveries: try d.rows.map { i in
+                ReportT.Delivery(deviceID: try d.uuid(i, "device_id"), status: try d.string(i, "status"),
+                                 errorCode: try d.decode(i, "error_code"), errorDetail: try d.decode(i, "error_detail"),
+                                 encrypted: try d.bool(i, "encrypted"), provider: try d.decode(i, "provider"),
+                                 providerMessageID: try d.decode(i, "provider_message_id"), apnsID: try d.uuid(i, "apns_id"),
+                                 attempts: try d.int(i, "attempts"), failures: try d.int(i, "failures"),
+                                 nextAttemptAt: try d.decode(i, "next_attempt_at"), payloadBytes: try d.decode(i, "payload"))
+            },
+            ledger: try l.rows.map { i in
+                ReportT.LedgerRow(deviceID: try l.uuid(i, "device_id"), kind: try l.string(i, "kind"), reason: try l.decode(i, "reason"))
+            })
+    }
+
+    func appEvents(app: UUID, type: String) throws -> [[String: Any]] {
+        let r = try conn.exec("SELECT payload::text AS p FROM push_events WHERE app_id = $1::uuid AND type = $2::text ORDER BY id",
+                              [.uuid(app), .text(type)])
+        return try r.rows.map { (try JSONSerialization.jsonObject(with: Data(try r.string($0, "p").utf8)) as? [String: Any]) ?? [:] }
+    }
+
+    func deliveries(device: UUID) throws -> [DeliveryRowT] {
+        let r = try conn.exec("SELECT notification_id FROM push_deliveries WHERE device_id = $1::uuid", [.uuid(device)])
+        return try r.rows.compactMap { try deliveries(try r.uuid($0, "notification_id"))[device] }
+    }
+
+    func activeDevices(app: UUID) throws -> Int {
+        try conn.exec("SELECT count(*)::int AS n FROM push_devices WHERE app_id = $1::uuid AND active", [.uuid(app)]).int(0, "n")
+    }
+
+    func setCredentials(app: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8],
+                        keys: CredentialKeys) throws -> CredentialSummary {
+        try CredentialStore(connection: conn, keys: keys).set(appID: app, kind: kind, config: config, secret: secret)
+    }
+
+    func credential(app: UUID, kind: CredentialKind) throws -> CredentialSummary? {
+        try CredentialStore(connection: conn, keys: nil).states(appID: app).first { $0.kind == kind }
+    }
+
+    func credentialSource(keys: CredentialKeys) -> CredentialSource {
+        let url = database.conninfo
+        return PGCredentialSource(keys: keys) { try PGConnection.connect(url) }
+    }
+
+    func apnsTokenCache(keys: CredentialKeys) -> ProviderTokenCache {
+        let url = database.conninfo
+        return PGProviderTokenCache(keys: keys, log: Log(level: .error)) { try PGConnection.connect(url) }
+    }
+
+    func setDeviceLastRegistered(_ id: UUID, _ at: Date) throws {
+        try conn.exec("UPDATE push_devices SET last_registered_at = $2 WHERE id = $1::uuid", [.uuid(id), .date(at)])
+    }
+
+    func setDeviceToken(_ id: UUID, _ token: String) throws {
+        try conn.exec("UPDATE push_devices SET token = $2::text WHERE id = $1::uuid", [.uuid(id), .text(token)])
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import PushCore
+import PushCrypto
+import PushProviders
 import PushStore
 import PushWorker
 
@@ -37,6 +39,28 @@ protocol TestWorld: AnyObject {
     /// The SMS outbox: (phone, text) per notification.
     func smsOutbox() throws -> [UUID: (phone: String, text: String)]
 
+    /// A notification with its deliveries and ledger rows.
+    func report(_ n: UUID) throws -> ReportT
+    /// The payloads of `app`'s events of `type`, oldest first.
+    func appEvents(app: UUID, type: String) throws -> [[String: Any]]
+    /// The delivery rows of `device`, any notification.
+    func deliveries(device: UUID) throws -> [DeliveryRowT]
+    /// Active devices of `app`.
+    func activeDevices(app: UUID) throws -> Int
+
+    // MARK: Live mode (credential sets)
+
+    /// Validates and stores `app`'s credential set of `kind` (`CredentialValidation`), sealed under
+    /// `keys` where the world seals.
+    @discardableResult
+    func setCredentials(app: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8],
+                        keys: CredentialKeys) throws -> CredentialSummary
+    func credential(app: UUID, kind: CredentialKind) throws -> CredentialSummary?
+    /// Where a live router reads this world's credential sets.
+    func credentialSource(keys: CredentialKeys) -> CredentialSource
+    /// Where a live router keeps APNs JWTs (shared through the database on PostgreSQL).
+    func apnsTokenCache(keys: CredentialKeys) -> ProviderTokenCache
+
     // MARK: Hand edits and faults (what a bug, an operator or a failure would do)
 
     /// Another party takes the running jobs of `notification` over: new lease token, owner `other`,
@@ -57,6 +81,8 @@ protocol TestWorld: AnyObject {
     func addJob(kind: JobKind, notification: UUID, deviceIDs: [UUID]?, priority: Int, runAt: Date?) throws -> Int64
     /// Deletes the jobs of `notification` (a test keeps only the jobs it writes by hand).
     func removeJobs(notification: UUID) throws
+    func setDeviceLastRegistered(_ id: UUID, _ at: Date) throws
+    func setDeviceToken(_ id: UUID, _ token: String) throws
     /// Moves every pending retry and every available job's run time to now.
     func dueNow() throws
 }
@@ -96,4 +122,42 @@ struct JobRowT {
     var leaseExpiresAt: Date?
     var lastError: String?
     var runAt: Date
+}
+
+/// A notification as `notifications show` reports it, with each delivery's failures.
+struct ReportT {
+    struct Delivery {
+        var deviceID: UUID
+        var status: String
+        var errorCode: String?
+        var errorDetail: String?
+        var encrypted: Bool
+        var provider: String?
+        var providerMessageID: String?
+        var apnsID: UUID
+        var attempts: Int
+        var failures: Int
+        var nextAttemptAt: Date?
+        /// Test mode: the stored payload bytes (R-MODE-2).
+        var payloadBytes: [UInt8]?
+
+        /// The payload as `notifications show` prints it: UTF-8 text, or `base64url:` + the bytes.
+        var payload: String? {
+            guard let bytes = payloadBytes else { return nil }
+            if let text = String(bytes: bytes, encoding: .utf8), !text.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+                return text
+            }
+            return "base64url:" + Base64URL.encode(bytes)
+        }
+    }
+    struct LedgerRow {
+        var deviceID: UUID
+        var kind: String
+        var reason: String?
+    }
+    var status: String
+    var deviceCount: Int
+    var errorCode: String?
+    var deliveries: [Delivery]
+    var ledger: [LedgerRow]
 }
