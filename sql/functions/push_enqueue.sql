@@ -17,6 +17,13 @@
 -- content, only the fields still stored), and IDEMPOTENCY_KEY_REUSED naming the first field that
 -- differs otherwise. Charges, in the same transaction, each device the policy would deliver to
 -- now; sends one NOTIFY per call (delivered at commit, coalesced per transaction).
+--
+-- The acceptance charge (R-SEND-9) is decided here, in the transaction that stores the notification,
+-- for any caller: a device is charged when the policy would deliver to it now (a key, a Web Push
+-- subscription, or encryption not required). PushCore applies the same policy at send time
+-- (DeliveryPlanner.policyDelivers, with each platform's writer saying whether it encrypts by
+-- itself); LedgerRule's ledger row at the record reconciles the two. The predicate is written in
+-- both places (issue 16 leaves it so: moving it out of this function changes who may call it).
 CREATE OR REPLACE FUNCTION push_enqueue(
     p_app_id uuid, p_mode text, p_user_ids text[], p_device_ids uuid[],
     p_title text, p_body text, p_data text, p_badge int, p_sound text, p_thread_id text,

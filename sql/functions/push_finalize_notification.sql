@@ -1,3 +1,7 @@
+-- The previous release's entry point: this release's worker calls push_start_notifications,
+-- push_record and push_finalize_notifications instead (sql/0010). Kept, unchanged, for workers
+-- below schema 10; dropped at the contract step.
+--
 -- push_finalize_notification: the notification's final state, decided by PushCore
 -- (NotificationOutcome, R-SEND-6) from the endings push_record_batch returned. device_count is the
 -- number of deliveries that net one charge (R-SEND-9). 'sms_fallback' queues the SMS once.

@@ -1,3 +1,7 @@
+-- The previous release's entry point: this release's worker calls push_start_notifications,
+-- push_record and push_finalize_notifications instead (sql/0010). Kept, unchanged, for workers
+-- below schema 10; dropped at the contract step.
+--
 -- push_record_batch, as in 0005, with the lock order: the notification row, then the job with its
 -- lease check, then push_lock_record_rows for this batch. (0005 locked the job first and the rest
 -- in plan order.) Same signature and results. A job without a notification row: ORPHANED_JOB.

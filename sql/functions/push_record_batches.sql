@@ -1,3 +1,7 @@
+-- The previous release's entry point: this release's worker calls push_start_notifications,
+-- push_record and push_finalize_notifications instead (sql/0010). Kept, unchanged, for workers
+-- below schema 10; dropped at the contract step.
+--
 -- push_record_batches, as in 0004, taking every lock of the call first, in the lock order: all its
 -- jobs' notification rows (by id), all its job rows (by id), then push_lock_record_rows for every
 -- record of the call. (0004 took them job after job, so two workers recording overlapping

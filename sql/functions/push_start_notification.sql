@@ -1,3 +1,7 @@
+-- The previous release's entry point: this release's worker calls push_start_notifications,
+-- push_record and push_finalize_notifications instead (sql/0010). Kept, unchanged, for workers
+-- below schema 10; dropped at the contract step.
+--
 -- push_start_notification, as in 0002, with the lock order: the notification row first (its id read
 -- from the job without a lock), then the job with its lease check. (0002 locked the job first, so
 -- a push_cancel locking the notification then the job deadlocked with it at the send time.)

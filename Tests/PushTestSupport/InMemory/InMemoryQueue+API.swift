@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import PushProviders
 import PushStore
 
 /// The API side of the in-memory world: registration (R-DEV-2..8, as push_register_device),
@@ -166,7 +167,10 @@ extension InMemoryQueue {
                                              smsPhone: q.smsPhone, smsText: q.smsText)
             for d in devices.values where d.appID == q.appID && d.mode == mode && d.active && q.userIDs.contains(d.userID)
                 && (q.deviceIDs?.contains(d.id) ?? true)
-                && (d.publicKey != nil || d.platform == Platform.web.rawValue || !app.requireEncryption) {
+                && DeliveryPlanner.policyDelivers(
+                    hasKey: d.publicKey != nil,
+                    encryptsItself: ProviderTable.standard.provider(for: Platform(rawValue: d.platform))?.payload.encryptsItself ?? false,
+                    requireEncryption: app.requireEncryption) {
                 ledger[LedgerKey(notification: id, device: d.id, kind: "charge")] = "accepted"
             }
             _ = insertJob(Job(id: 0, kind: .notification, notificationID: id, appID: q.appID,
