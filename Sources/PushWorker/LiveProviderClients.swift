@@ -16,9 +16,13 @@ final class LiveProviderClients {
         var tokenCaches: [CredentialKind: ProviderTokenCache]
         var allowLoopback: Bool
         var resolver: WebPushResolver
+        /// The HTTP/2 client of APNs and FCM (Web Push ignores it).
+        var transport: HTTPTransportKind = .nghttp2
 
         func settings(_ kind: CredentialKind) -> ProviderClientSettings {
-            ProviderClientSettings(http: HTTP2Client.Configuration(caFile: caFile),
+            var http = HTTPClientConfiguration(caFile: caFile)
+            http.transport = transport
+            return ProviderClientSettings(http: http,
                                    requestTimeoutMillis: requestTimeoutMillis[kind] ?? 10_000,
                                    tokenCache: tokenCaches[kind] ?? InMemoryProviderTokenCache(),
                                    allowLoopback: allowLoopback, resolver: resolver)

@@ -57,7 +57,7 @@ public struct ProviderCredentials: Sendable {
 /// What every client of one kind shares.
 public struct ProviderClientSettings: Sendable {
     /// TLS and connection settings (CA file).
-    public var http: HTTP2Client.Configuration
+    public var http: HTTPClientConfiguration
     /// Per-request deadline, milliseconds.
     public var requestTimeoutMillis: Int
     /// Where provider tokens live (APNs JWTs, FCM access tokens).
@@ -68,7 +68,7 @@ public struct ProviderClientSettings: Sendable {
     public var resolver: WebPushResolver
 
     /// Makes settings.
-    public init(http: HTTP2Client.Configuration, requestTimeoutMillis: Int = 10_000,
+    public init(http: HTTPClientConfiguration, requestTimeoutMillis: Int = 10_000,
                 tokenCache: ProviderTokenCache = InMemoryProviderTokenCache(), allowLoopback: Bool = false,
                 resolver: WebPushResolver = SystemWebPushResolver()) {
         self.http = http
