@@ -19,6 +19,7 @@ final class PGQueueConformanceTests: PGWorkerTestCase {
     func testClaimsKeepToTheirDeviceBudgets() throws { try conformClaimsKeepToTheirDeviceBudgets() }
     func testAnAppsBudgetLetsAnotherAppsSingleNotificationsFillTheClaim() throws { try conformAnAppsBudgetLetsAnotherAppsSingleNotificationsFillTheClaim() }
     func testLedgerNetsForEveryEnding() throws { try conformLedgerNetsForEveryEnding() }
+    func testAcceptanceChargesAreTheDevicesTheCorePolicyDeliversTo() throws { try conformAcceptanceChargesAreTheDevicesTheCorePolicyDeliversTo() }
     func testTokenMovedBeforeSendTimeIsDeviceGoneAndRefunded() throws { try conformTokenMovedBeforeSendTimeIsDeviceGoneAndRefunded() }
     func testAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() throws { try conformAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() }
     func testVerdictOlderThanReRegistrationDoesNotDeactivate() throws { try conformVerdictOlderThanReRegistrationDoesNotDeactivate() }

@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 import PushCrypto
+import PushProviders
 import PushStore
 @testable import PushWorker
 import XCTest
@@ -72,6 +73,39 @@ extension WorkerTestCase {
         XCTAssertEqual(try deliveries(n3)[expiring]?.errorCode, "EXPIRED")
         XCTAssertEqual(try net(n3, expiring), 0)
         for n in [n1, n2, n3] { try assertLedgerInvariants(n) }
+    }
+
+    /// R-SEND-9 at acceptance: the store charges exactly the devices PushCore's policy delivers to
+    /// (`DeliveryPlanner.policyDelivers`, with each platform's writer saying whether it encrypts by
+    /// itself), for ios/android x key/no key and web, under require_encryption off and on. The one
+    /// rule SQL keeps (push_enqueue charges in the transaction that stores the notification, README
+    /// "The boundary between the worker and the store") is held here to the core's copy: a change
+    /// to either one alone fails this scenario on PostgreSQL.
+    func conformAcceptanceChargesAreTheDevicesTheCorePolicyDeliversTo() throws {
+        for requireEncryption in [false, true] {
+            let app = try createApp(requireEncryption: requireEncryption)
+            var devices: [(label: String, id: UUID, platform: String, keyed: Bool)] = []
+            for platform in ["ios", "android"] {
+                for keyed in [true, false] {
+                    let id = try register(app, user: "u1", platform: platform, key: keyed ? try P256PrivateKey.generate() : nil)
+                    devices.append(("\(platform)/\(keyed ? "key" : "no key")", id, platform, keyed))
+                }
+            }
+            devices.append(("web", try registerWeb(app, user: "u1"), "web", false))
+            let n = try enqueue(app, users: ["u1"])
+            let ledger = try ledger(n)
+            var charged = 0
+            for d in devices {
+                let writer = try XCTUnwrap(ProviderTable.standard.provider(for: Platform(rawValue: d.platform))?.payload)
+                let delivers = DeliveryPlanner.policyDelivers(hasKey: d.keyed, encryptsItself: writer.encryptsItself,
+                                                              requireEncryption: requireEncryption)
+                let label = "\(d.label), require_encryption \(requireEncryption)"
+                XCTAssertEqual(ledger[d.id]?.charges ?? 0, delivers ? 1 : 0, "acceptance charge for \(label)")
+                XCTAssertEqual(ledger[d.id]?.refunds ?? 0, 0, label)
+                if delivers { charged += 1 }
+            }
+            XCTAssertEqual(charged, requireEncryption ? 3 : 5, "the matrix covers both answers of the policy")
+        }
     }
 
     /// R-DEV-2 / R-SEND-2: a token moved to another user before send time is not sent to; its
