@@ -6,9 +6,11 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0010_typed_record is the newest migration it uses
-    /// (its queue functions take their locks in the order of sql/LOCK_ORDER.md).
-    public static let requiredSchemaVersion = 10
+    /// The schema version this build needs: sql/0011_push_kinds is the newest migration it uses (the
+    /// kind columns its claim reads); sql/0010_typed_record gives the queue functions answering per
+    /// job (their locks in the order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook dispatcher
+    /// and retention deleting events with their outbox rows; sql/0007 seals provider tokens.
+    public static let requiredSchemaVersion = 11
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
