@@ -7,17 +7,18 @@ import PushStore
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
     /// The schema version this build needs: sql/0011_push_kinds is the newest migration it uses (the
-    /// kind columns its claim reads); sql/0009_webhooks gives the webhook dispatcher and retention
-    /// deleting events with their outbox rows; sql/0008_api_accounts the accounts and keys of
-    /// `pushfleet api` and the account-aware `push_app_create` the CLI calls; sql/0007 seals provider
-    /// tokens; sql/0006's queue functions take their locks in the order of sql/LOCK_ORDER.md.
+    /// kind columns its claim reads); sql/0010_typed_record gives the queue functions answering per
+    /// job (their locks in the order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook dispatcher
+    /// and retention deleting events with their outbox rows; sql/0008_api_accounts the accounts and
+    /// keys of `pushfleet api` and the account-aware `push_app_create` the CLI calls; sql/0007 seals
+    /// provider tokens.
     public static let requiredSchemaVersion = 11
 
     /// Every migration this build uses (the `sql/` files' versions up to `requiredSchemaVersion`;
     /// `ReadinessTests` holds it to the directory). All must be recorded, not only the highest: a
-    /// branch's migration can land after higher ones (0008 after 0009 and 0011), and a database
-    /// migrated by the previous release records 0011 without 0008.
-    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 11]
+    /// branch's migration can land after higher ones (0008 and 0010 after 0011), and a database
+    /// migrated by an earlier main records 0011 without them.
+    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
@@ -44,7 +45,7 @@ public final class ReadinessGate {
     private let requiredVersion: Int
     private let requiredMigrations: [Int]
     private let interval: Double
-    private weak var probed: PGConnection?
+    private weak var probed: AnyObject?
     private var probedAt = Date.distantPast
     private var verdict: Verdict?
 
@@ -61,13 +62,13 @@ public final class ReadinessGate {
         self.interval = interval
     }
 
-    /// Probes `conn` when it is new or the last probe is older than `interval`; returns whether
-    /// work may be claimed. - Throws: `PGError` when the probe's reads fail (connection broken).
-    public func admit(_ conn: PGConnection, now: Date = Date()) throws -> Bool {
-        if probed !== conn || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
-            let health = try HealthStore(connection: conn).healthProbe(required: requiredMigrations)
+    /// Probes `store` when it is a new session or the last probe is older than `interval`; returns
+    /// whether work may be claimed. - Throws: the store's error when the probe fails (connection broken).
+    public func admit(_ store: QueueStore, now: Date = Date()) throws -> Bool {
+        if probed !== store || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
+            let health = try store.healthProbe(required: requiredMigrations)
             record(Self.verdict(health, requiredVersion: requiredVersion))
-            probed = conn
+            probed = store
             probedAt = now
         }
         return verdict == .ready
