@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import XCTest
 
 /// Bad command-line input gets a clear error with its stable code before any database is touched:
@@ -66,5 +67,17 @@ final class CLIInputTests: XCTestCase {
         let version = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["--version"], environment: Self.nowhere)
         XCTAssertEqual(version.status, 0, version.output)
         XCTAssertTrue(version.output.contains("schema version"), version.output)
+    }
+}
+
+/// The command line against a real database: an unknown notification is NOT_FOUND (not a
+/// validation error), named as it was typed (lower case).
+final class CLIDatabaseTests: PGWorkerTestCase {
+    func testCancellingAnUnknownNotificationIsNotFound() throws {
+        let id = UUID()
+        let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
+                                       environment: ["DATABASE_URL": database.conninfo])
+        XCTAssertEqual(r.status, 1, r.output)
+        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(PrefixedID.format(.notification, id))"), r.output)
     }
 }
