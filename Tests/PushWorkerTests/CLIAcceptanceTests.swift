@@ -199,12 +199,12 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertTrue((delivery["payload"] as? String)?.contains(shaped) == true, "the payload is shown as stored: \(shown.output)")
     }
 
-    /// An unknown notification is NOT_FOUND (not a validation error), named as it was typed (lower case).
+    /// An unknown notification is NOT_FOUND (not a validation error), named by its prefixed id (R-API-4).
     func testCancellingAnUnknownNotificationIsNotFound() throws {
         let id = UUID()
         let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
                                        environment: ["DATABASE_URL": database.conninfo])
         XCTAssertEqual(r.status, 1, r.output)
-        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(id.uuidString.lowercased())"), r.output)
+        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(PrefixedID.format(.notification, id))"), r.output)
     }
 }
