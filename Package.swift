@@ -51,14 +51,14 @@ let package = Package(
         /// rule, then the SQL functions (PushAcceptanceTests). No HTTP, no command-line parsing.
         .target(name: "PushAcceptance", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders"]),
         .target(name: "PushWorker", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "CPushShims", "CMicroHTTPD"]),
-        // The HTTP API (issue 14): routing, JSON decoding, auth, limits and encoding, on libmicrohttpd.
-        .target(name: "PushAPI", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushAcceptance", "PushWorker",
-                                                "CPushShims", "CMicroHTTPD"]),
         /// Micro-benchmarks `pushfleet bench` runs for scripts/bench (the sealing floor, provider clients'
         /// CPU); PushCrypto lends its P-256 scratch through the `Benchmarks` SPI, nothing else.
         .target(name: "PushBench", dependencies: ["PushCrypto", "PushCore", "PushProviders"]),
+        // The HTTP API (issue 14): routing, JSON decoding, auth, limits and encoding, on libmicrohttpd.
+        .target(name: "PushAPI", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushAcceptance", "PushWorker",
+                                                "CPushShims", "CMicroHTTPD"]),
         .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker",
-                                                          "PushAcceptance", "PushAPI", "PushBench"]),
+                                                          "PushAcceptance", "PushBench", "PushAPI"]),
 
         // MARK: - Tests (see `testTargets` below)
         /// Test-only helpers shared by the test targets (test targets cannot share files): `RepoPaths`,

@@ -16,7 +16,7 @@ public protocol QueueStore: AnyObject {
     /// False once the session is known to be broken (a new one is needed).
     var isHealthy: Bool { get }
 
-    /// The database's schema version, which of `required` (migration versions) it lacks, and
+    /// The database's schema version, which of the `required` migration versions it lacks and
     /// whether it takes writes (the readiness gate's probe).
     func healthProbe(required: [Int]) throws -> DatabaseHealth
     /// Blocks until new work is announced or `timeout` seconds pass.

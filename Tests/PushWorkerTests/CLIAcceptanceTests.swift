@@ -199,7 +199,7 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertTrue((delivery["payload"] as? String)?.contains(shaped) == true, "the payload is shown as stored: \(shown.output)")
     }
 
-    /// An unknown notification is NOT_FOUND (not a validation error), named as it was typed (lower case).
+    /// An unknown notification is NOT_FOUND (not a validation error), named by its prefixed id (R-API-4).
     func testCancellingAnUnknownNotificationIsNotFound() throws {
         let id = UUID()
         let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
