@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 @testable import PushStore
 
 /// `push_queue_stats` (sql/0013, issue 17 part 5): polled by KEDA, `stats --watch`,
@@ -12,6 +13,7 @@ final class QueueStatsTests: PGTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
+        try Migrator(connection: conn, directory: RepoPaths.sqlDirectory).migrate()
         appID = try conn.exec("INSERT INTO push_apps (name) VALUES ('stats') RETURNING id").uuid(0, "id")
         notificationID = try notification()
     }
@@ -55,7 +57,7 @@ final class QueueStatsTests: PGTestCase {
     }
 
     func testFinalStateCountsFollowEveryKindOfWriteFromEverySession() throws {
-        let other = try database.connect()
+        var other: PGConnection! = try database.connect()
         try jobs(30, "available")
         try jobs(4, "running", on: other)
         try viewAndTruth()
@@ -100,7 +102,7 @@ final class QueueStatsTests: PGTestCase {
         // The other session ends: the Maintainer's compaction folds its rows into one per state,
         // and the counts stay.
         let otherPID = try other.exec("SELECT pg_backend_pid() AS pid").int(0, "pid")
-        other.close()
+        other = nil  // closes the session
         var waited = 0
         while try conn.exec("SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1", [.int(otherPID)]).int(0, "n") > 0,
               waited < 100 {
