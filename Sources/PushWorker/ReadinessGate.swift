@@ -6,9 +6,9 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0007_sealed_provider_tokens is the newest migration it
-    /// uses (and sql/0006's queue functions take their locks in the order of sql/LOCK_ORDER.md).
-    public static let requiredSchemaVersion = 7
+    /// The schema version this build needs: sql/0010_typed_record is the newest migration it uses
+    /// (its queue functions take their locks in the order of sql/LOCK_ORDER.md).
+    public static let requiredSchemaVersion = 10
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
@@ -33,7 +33,7 @@ public final class ReadinessGate {
     private let log: Log
     private let requiredVersion: Int
     private let interval: Double
-    private weak var probed: PGConnection?
+    private weak var probed: AnyObject?
     private var probedAt = Date.distantPast
     private var verdict: Verdict?
 
@@ -48,13 +48,13 @@ public final class ReadinessGate {
         self.interval = interval
     }
 
-    /// Probes `conn` when it is new or the last probe is older than `interval`; returns whether
-    /// work may be claimed. - Throws: `PGError` when the probe's reads fail (connection broken).
-    public func admit(_ conn: PGConnection, now: Date = Date()) throws -> Bool {
-        if probed !== conn || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
-            let health = try HealthStore(connection: conn).healthProbe()
+    /// Probes `store` when it is a new session or the last probe is older than `interval`; returns
+    /// whether work may be claimed. - Throws: the store's error when the probe fails (connection broken).
+    public func admit(_ store: QueueStore, now: Date = Date()) throws -> Bool {
+        if probed !== store || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
+            let health = try store.healthProbe()
             record(Self.verdict(health, requiredVersion: requiredVersion))
-            probed = conn
+            probed = store
             probedAt = now
         }
         return verdict == .ready

@@ -1,4 +1,6 @@
 import XCTest
+import PushProviders
+import PushTestSupport
 @testable import PushCore
 
 /// R-ENC-7: for an encrypted delivery the provider-visible JSON has only allowed keys and
@@ -55,7 +57,7 @@ final class EncryptedPayloadAllowListTests: XCTestCase {
 
     private func render(_ platform: String, requireEncryption: Bool) throws -> ProviderPayload {
         let planner = DeliveryPlanner(content: content, placeholders: AppPlaceholders(), requireEncryption: requireEncryption, mode: .live)
-        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: platform, token: "tok", apnsEnvironment: platform == "ios" ? .sandbox : nil, publicKey: sampleKey, kid: sampleKid)),
+        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: Platform(rawValue: platform), token: "tok", apnsEnvironment: platform == "ios" ? .sandbox : nil, publicKey: sampleKey, kid: sampleKid)),
               case .sealed(let plaintext, let template) = planned.body else {
             throw PushError(.providerError, "not planned encrypted")
         }
@@ -66,7 +68,7 @@ final class EncryptedPayloadAllowListTests: XCTestCase {
 
     func testEncryptedAPNsBodyHasOnlyAllowedKeysAndNoContent() throws {
         for require in [false, true] {
-            guard case .apns(let body) = try render("ios", requireEncryption: require) else { return XCTFail("not APNs") }
+            guard case .body(let body) = try render("ios", requireEncryption: require) else { return XCTFail("not APNs") }
             check(try JSONParser.parse(utf8: body), path: "", allowed: apnsAllowed)
             assertNoContent(body)
         }

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(Benchmarks) import PushCrypto
 
 /// Micro-benchmarks of the sealing path, in CPU microseconds of the calling thread
 /// (`CLOCK_THREAD_CPUTIME_ID`), so other load on the machine barely moves them. Used by the

@@ -1,5 +1,6 @@
-internal import CLibpq
+import CLibpq
 import Foundation
+import PushStore
 
 /// Test support (used by the test targets, not by the product): a fresh, uniquely named
 /// database on the throwaway server whose URI `scripts/test` exports as
@@ -35,7 +36,7 @@ public final class PGTestDatabase {
         }
         let name = "pf_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
         let admin = try PGConnection.connect(base)
-        try admin.exec("CREATE DATABASE " + PGConnection.quoteIdentifier(name) + " TEMPLATE template0")
+        try admin.exec("CREATE DATABASE " + Self.quoteIdentifier(name) + " TEMPLATE template0")
         return PGTestDatabase(name: name, conninfo: try replacingDatabase(in: base, with: name), baseConninfo: base)
     }
 
@@ -48,13 +49,13 @@ public final class PGTestDatabase {
     /// - Throws: `PGError` from the server.
     public func drop() throws {
         let admin = try PGConnection.connect(baseConninfo)
-        try admin.exec("DROP DATABASE IF EXISTS " + PGConnection.quoteIdentifier(name) + " WITH (FORCE)")
+        try admin.exec("DROP DATABASE IF EXISTS " + Self.quoteIdentifier(name) + " WITH (FORCE)")
     }
 
     /// `conninfo` (URI or key=value) with its database replaced by `database`, as a key=value
     /// string (values single-quoted, `\` and `'` escaped).
     /// - Throws: `DB_CONFIG` when libpq cannot parse `conninfo`.
-    static func replacingDatabase(in conninfo: String, with database: String) throws -> String {
+    public static func replacingDatabase(in conninfo: String, with database: String) throws -> String {
         var errorMessage: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(conninfo, &errorMessage) else {
             let message = errorMessage.map { String(cString: $0) } ?? "unparsable conninfo"
@@ -78,5 +79,10 @@ public final class PGTestDatabase {
 
     private static func quote(_ value: String) -> String {
         "'" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+
+    /// `name` as a double-quoted SQL identifier.
+    static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

@@ -1,3 +1,4 @@
+import PushBench
 import XCTest
 import PushCrypto
 

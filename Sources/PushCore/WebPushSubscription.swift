@@ -1,4 +1,5 @@
 import struct Foundation.URLComponents
+import PushCrypto
 
 /// A validated Web Push subscription (R-DEV-1; the browser's `PushSubscription` JSON:
 /// `endpoint`, `keys.p256dh`, `keys.auth`). Construction validates every field and each refusal
@@ -23,7 +24,7 @@ public struct WebPushSubscription: Equatable, Sendable {
     /// tests against local fakes only.
     public init(endpoint: String, p256dh: [UInt8], auth: [UInt8], allowLoopback: Bool = false) throws {
         let origin = try Self.validateEndpoint(endpoint, allowLoopback: allowLoopback)
-        guard WebPushEC.isValidPublicKey(p256dh) else {
+        guard (try? P256PublicKey(raw: p256dh)) != nil else {
             throw WebPushError.validation("p256dh", "must be a 65-byte uncompressed P-256 point on the curve")
         }
         guard auth.count == WebPushEncryption.authSecretLength else {

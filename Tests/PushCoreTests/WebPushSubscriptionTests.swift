@@ -1,5 +1,6 @@
 import XCTest
-@testable import PushCrypto
+import PushCrypto
+@testable import PushCore
 
 /// R-DEV-1 (and the issue text): Web Push subscriptions are validated field by field, and
 /// endpoints may not point into loopback, private, link-local, unique-local, CGNAT or other

@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import PushProviders
 
 /// CPU cost of sending through a provider client, for `scripts/bench` (DESIGN "scale path").
 /// Measures process CPU (user + system, `getrusage(RUSAGE_SELF)`) around sends to a fake or real

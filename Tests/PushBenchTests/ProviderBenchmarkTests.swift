@@ -2,6 +2,7 @@ import Foundation
 import PushCore
 import PushProviders
 import PushTestSupport
+import PushBench
 import XCTest
 
 /// `ProviderBenchmark` against the fake APNs. A small run always executes (it checks the numbers are

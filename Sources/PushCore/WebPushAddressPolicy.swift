@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushCrypto
 
 /// What kind of network an IP address belongs to, for the Web Push endpoint guard (R-DEV-1):
 /// only `globalUnicast` is reachable as a push service; `loopback` only when tests allow it.
