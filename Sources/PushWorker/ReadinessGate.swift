@@ -8,7 +8,7 @@ import PushStore
 public final class ReadinessGate {
     /// The schema version this build needs: sql/0010_typed_record is the newest migration it uses
     /// (its queue functions take their locks in the order of sql/LOCK_ORDER.md).
-    public static let requiredSchemaVersion = 10
+    public static let requiredSchemaVersion = 13
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {

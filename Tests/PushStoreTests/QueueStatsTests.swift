@@ -41,7 +41,7 @@ final class QueueStatsTests: PGTestCase {
 
     /// The view's row and the same counts by a full scan, as text, for comparison.
     private func viewAndTruth(file: StaticString = #filePath, line: UInt = #line) throws {
-        let view = try QueueStore(connection: conn).queueStats()
+        let view = try PGQueueStore(connection: conn).queueStats()
         let t = try conn.exec("""
             SELECT count(*) FILTER (WHERE state = 'available') AS available,
                    count(*) FILTER (WHERE state = 'available' AND run_at <= now()) AS due,
@@ -96,7 +96,7 @@ final class QueueStatsTests: PGTestCase {
         try conn.exec("UPDATE push_jobs SET state = 'cancelled', finalized_at = now() WHERE state = 'available'")
         try conn.exec("ROLLBACK")
         try viewAndTruth()
-        let stats = try QueueStore(connection: conn).queueStats()
+        let stats = try PGQueueStore(connection: conn).queueStats()
         XCTAssertEqual([stats.completed, stats.discarded, stats.cancelled, stats.available], [10, 6, 10, 3])
 
         // The other session ends: the Maintainer's compaction folds its rows into one per state,
@@ -154,7 +154,7 @@ final class QueueStatsTests: PGTestCase {
         try jobs(3, "cancelled")
         try conn.exec("VACUUM ANALYZE push_jobs")
 
-        let s = try QueueStore(connection: conn).queueStats()
+        let s = try PGQueueStore(connection: conn).queueStats()
         XCTAssertEqual([s.available, s.due, s.running, s.discarded, s.completed, s.cancelled], [40, 40, 6, 2, 1_000_000, 3])
         XCTAssertGreaterThan(s.oldestDueAgeSeconds, 4)
 

@@ -170,8 +170,9 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness", "providers", "dbcost"],
+    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history"],
                     help="run one phase: fairness prints its figures; providers and dbcost write their part of --out")
+    ap.add_argument("--history-rows", type=float, default=10_000_000, help="--only history: delivery and ledger rows")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the database-cost runs (medians)")
     ap.add_argument("--baseline-binary", default="", help="pushfleet built from issue 18's starting commit")
     ap.add_argument("--perf", action="store_true", help="profile the APNs clients with perf")
@@ -204,6 +205,14 @@ def main():
     probe_app = create_app("bench probe", False)
     n_fair = max(100, n_bcast // 2)                # fairness: a broadcast of 50,000 deliveries (25,000 users)
     t = time.time()
+    if a.only == "history":
+        measure_baseline(P)
+        r = dbcost.history(P, s, rows=int(a.history_rows), rounds=a.rounds)
+        text = dbcost.history_markdown(r, a.cmdline)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(text)
+        return
     if a.only == "dbcost":
         measure_baseline(P)
         r = dbcost.run(P, s, a.rounds)

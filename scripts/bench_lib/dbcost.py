@@ -232,3 +232,80 @@ def markdown(r, cmdline):
             "| Figure | Measured | Target | |", "|---|---|---|---|"]
     body = [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows(r)]
     return "\n".join(head + body) + "\n"
+
+
+# ---------------------------------------------------------------- history (part 6, opt-in)
+
+HISTORY_SQL = """
+-- Earlier notifications' history, as retention keeps it: {notifications:,} final notifications of the
+-- (c) app, {rows:,} delivery rows and {rows:,} ledger rows (a charge each), spread over them. Loaded
+-- with session_replication_role = replica (no per-row foreign-key checks or triggers: a restore's
+-- speed); the rows are what the fleet writes, with random (UUIDv4) notification ids.
+SET session_replication_role = replica;
+INSERT INTO push_notifications (id, app_id, mode, user_ids, title, body, status, accepted_at, expires_at, started_at,
+                                finished_at, device_count)
+SELECT gen_random_uuid(), '{app}', 'test', ARRAY['h' || g], 'Earlier', 'Earlier notification', 'sent',
+       now() - interval '2 days', now() + interval '26 days', now() - interval '2 days', now() - interval '2 days',
+       {per}
+  FROM generate_series(1, {notifications}) g;
+INSERT INTO push_deliveries (notification_id, device_id, status, apns_id, attempts, created_at, updated_at, finished_at)
+SELECT n.id, d.device_id, 'sent', d.device_id, 1, n.accepted_at, n.finished_at, n.finished_at
+  FROM push_notifications n, LATERAL (SELECT gen_random_uuid() AS device_id FROM generate_series(1, {per})) d
+ WHERE n.user_ids[1] LIKE 'h%';
+INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason, created_at)
+SELECT d.notification_id, d.device_id, 'charge', '{app}', 'test', 'accepted', d.created_at
+  FROM push_deliveries d JOIN push_notifications n ON n.id = d.notification_id WHERE n.user_ids[1] LIKE 'h%';
+RESET session_replication_role;
+"""
+
+
+def keep_history():
+    """reset_queue without TRUNCATE: deletes the workload's own rows, keeping the loaded history."""
+    psql("DELETE FROM push_notifications WHERE NOT (user_ids[1] LIKE 'h%')")
+    psql("TRUNCATE push_jobs, push_events, push_sms_outbox")
+
+
+def history(binary, scale, rows=10_000_000, rounds=1):
+    """Workload (c), 2 workers, durable commits, on the empty database and then on one holding
+    `rows` delivery rows and `rows` ledger rows of earlier notifications (10 per notification)."""
+    before = psql("SHOW synchronous_commit")
+    set_sync_commit("on")
+    apps, n = setup(scale)
+    out = {"n": n, "rows": rows, "empty": [], "full": []}
+    for _ in range(rounds):
+        e = enqueue_c(apps["c"], "c", n, n)
+        out["empty"].append(drain(binary, "c-2w-empty", 2, e["wall"]))
+    per = 10
+    t = time.time()
+    log(f"history: loading {rows:,} delivery and {rows:,} ledger rows")
+    psql(HISTORY_SQL.format(app=apps["c"], notifications=rows // per, rows=rows, per=per), timeout=14400)
+    psql("VACUUM ANALYZE push_notifications, push_deliveries, push_ledger", timeout=7200)
+    out["load_s"] = time.time() - t
+    out["sizes"] = psql("SELECT string_agg(c.relname || ' ' || pg_size_pretty(pg_total_relation_size(c.oid)), ', ') "
+                        "FROM pg_class c WHERE c.relname IN ('push_deliveries', 'push_ledger', 'push_notifications')")
+    out["shared_buffers"] = psql("SHOW shared_buffers")
+    log(f"history loaded in {out['load_s']:.0f}s: {out['sizes']}")
+    for _ in range(rounds):
+        keep_history()
+        wall, _ = pgbench("enqueue", ENQUEUE_SQL, CLIENTS, n // CLIENTS, {"app": apps["c"], "prefix": "c", "users": n})
+        out["full"].append(drain(binary, "c-2w-history", 2, wall))
+    set_sync_commit(before)
+    return out
+
+
+def history_markdown(r, cmdline):
+    import datetime
+    e, f = med(r["empty"], "pg_us_per_delivery"), med(r["full"], "pg_us_per_delivery")
+    we, wf = med(r["empty"], "cpu_us_per_delivery"), med(r["full"], "cpu_us_per_delivery")
+    return "\n".join([
+        "# pushfleet benchmark results: cost with history", "",
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- Command: `{cmdline}`",
+        f"- Workload (c): {r['n']:,} single-device notifications, 2 workers, durable commits; history: {r['rows']:,} "
+        f"delivery rows and {r['rows']:,} ledger rows (loaded in {r['load_s']:.0f} s: {r['sizes']}; shared_buffers "
+        f"{r['shared_buffers']})", "",
+        "| Figure | Empty database | With history | Ratio | Target |", "|---|---|---|---|---|",
+        f"| PostgreSQL CPU per delivery (µs) | {e:.1f} | {f:.1f} | {f / e:.2f}x | ≤ 1.2x {verdict(f / e <= 1.2)} |",
+        f"| worker CPU per delivery (µs) | {we:.1f} | {wf:.1f} | {wf / max(we, 1e-9):.2f}x | |",
+        f"| deliveries/s | {med(r['empty'], 'deliveries_per_s'):,.0f} | {med(r['full'], 'deliveries_per_s'):,.0f} | | |",
+    ]) + "\n"
