@@ -143,6 +143,7 @@ FROM (SELECT count(*) AS available,
 -- push_content_floor and push_expires_at are no longer parsed and planned again on every
 -- push_enqueue.
 
+
 -- push_start_notifications(bigint[],uuid[],int,text,timestamptz): the text of sql/functions/push_start_notifications.sql.
 CREATE OR REPLACE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_tokens uuid[], p_batch_size int,
                                          p_gone_ledger text, p_now timestamptz DEFAULT now())
@@ -262,6 +263,7 @@ DECLARE
     v_ids bigint[];
     v_tokens uuid[];
     v_held bigint[];
+    v_off_ids uuid[];
     v_orphaned bigint[];
     v_res_ids bigint[];
     v_res_notifications uuid[];
@@ -280,8 +282,9 @@ BEGIN
      WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (v_ids))
      ORDER BY n.id FOR UPDATE;
     PERFORM 1 FROM push_jobs j WHERE j.id = ANY (v_ids) ORDER BY j.id FOR UPDATE;
+    v_off_ids := ARRAY(SELECT r.device_id FROM unnest(v_all) r WHERE r.deactivate_reason IS NOT NULL);
     PERFORM push_lock_record_rows(
-        ARRAY(SELECT r.device_id FROM unnest(v_all) r WHERE r.deactivate_reason IS NOT NULL),
+        v_off_ids,
         ARRAY(SELECT j.app_id FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
                 JOIN push_jobs j ON j.id = c.jid WHERE c.change = 'invalid' ORDER BY c.n),
         ARRAY(SELECT c.kind FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
@@ -336,10 +339,11 @@ BEGIN
         RETURNING 1
     ), off AS (
         -- R-PRV-1/2 with R-DEV-8 ordering: a verdict older than the last registration is ignored.
+        -- The devices are probed by id (v_off_ids, the primary key), never joined by a scan.
         UPDATE push_devices d
            SET active = false, deactivated_at = p_now, deactivation_reason = r.deactivate_reason
           FROM r
-         WHERE r.deactivate_reason IS NOT NULL AND d.id = r.device_id AND d.active
+         WHERE d.id = ANY (v_off_ids) AND r.deactivate_reason IS NOT NULL AND d.id = r.device_id AND d.active
            AND d.last_registered_at < coalesce(r.verdict_at, p_now)
         RETURNING d.id, d.app_id, d.mode, d.user_id, d.deactivation_reason, r.notification_id, r.job_id
     ), counted AS (
