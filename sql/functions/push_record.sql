@@ -132,9 +132,9 @@ BEGIN
           FROM off
         RETURNING 1
     ), retrying AS (
-        SELECT u.job_id, min(u.next_attempt_at) AS run_at, array_agg(u.device_id ORDER BY u.device_id) AS device_ids
-          FROM unnest(v_all) u WHERE u.job_id = ANY (v_held) AND u.status = 'retrying'
-         GROUP BY u.job_id
+        SELECT r.job_id, min(r.next_attempt_at) AS run_at, array_agg(r.device_id ORDER BY r.device_id) AS device_ids
+          FROM r WHERE r.status = 'retrying'
+         GROUP BY r.job_id
     ), successors AS (
         -- One batch job per job for its devices still retrying, at their earliest next attempt.
         INSERT INTO push_jobs (kind, notification_id, app_id, device_ids, priority, run_at)
