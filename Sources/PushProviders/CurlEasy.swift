@@ -10,7 +10,8 @@ enum CurlGlobal {
 /// reset (`curl_easy_reset`) and set up again instead of created and cleaned up per request. The
 /// header list and the body live in buffers the handle owns and grows (no `curl_slist_append` or
 /// `COPYPOSTFIELDS` copy per request); response headers are kept as raw bytes and parsed once when
-/// the transfer ends. Freed in `deinit`. Never shared between threads while a transfer runs.
+/// the transfer ends. Freed in `deinit`. Never shared between threads while a transfer runs. The
+/// webhook dispatcher's `HTTPTransferPool` reuses handles the same way.
 final class CurlEasy {
     private let handle: UnsafeMutableRawPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -29,6 +30,8 @@ final class CurlEasy {
     private(set) var status = 0
     private(set) var body: [UInt8] = []
     private(set) var bodyTruncated = false
+    /// True when this handle stops a transfer past the answer cap (`stopReadingPastResponseCap`).
+    var stopsPastResponseCap: Bool { config.stopReadingPastResponseCap }
 
     /// The options a request needs beyond the per-request ones.
     private struct Shape: Equatable {
@@ -110,7 +113,7 @@ final class CurlEasy {
     private func configureFixed(_ shape: Shape) throws {
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        try set(CURLOPT_PIPEWAIT, 1)
+        if config.pipeWait { try set(CURLOPT_PIPEWAIT, 1) }
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
         if let ca = config.caFile { try set(CURLOPT_CAINFO, ca) }
@@ -120,7 +123,7 @@ final class CurlEasy {
         try set(CURLOPT_TCP_KEEPIDLE, config.tcpKeepAliveSeconds)
         try set(CURLOPT_TCP_KEEPINTVL, config.tcpKeepAliveSeconds)
         try set(CURLOPT_UPKEEP_INTERVAL_MS, config.upkeepIntervalMillis)
-        try set(CURLOPT_PROTOCOLS_STR, "https")
+        try set(CURLOPT_PROTOCOLS_STR, config.allowedProtocols)
         // Never follow a redirect: a provider answer is final, and a Location could point anywhere.
         try set(CURLOPT_FOLLOWLOCATION, 0)
         curl_slist_free_all(resolveList)
@@ -240,10 +243,13 @@ final class CurlEasy {
 
     // MARK: - Callbacks
 
-    fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) {
+    /// Keeps the answer's first `maxResponseBodyBytes`; false (stop the transfer) once past them
+    /// when `stopReadingPastResponseCap`.
+    fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let room = config.maxResponseBodyBytes - body.count
         if bytes.count > room { bodyTruncated = true }
         if room > 0 { body.append(contentsOf: bytes.prefix(room)) }
+        return !(bodyTruncated && config.stopReadingPastResponseCap)
     }
 
     fileprivate func headerLine(_ bytes: UnsafeRawBufferPointer) {
@@ -266,9 +272,11 @@ private func curlWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
                                _ user: UnsafeMutableRawPointer?) -> Int {
     let total = size * count
     guard let data, let user else { return total }
-    Unmanaged<CurlEasy>.fromOpaque(user).takeUnretainedValue()
+    let more = Unmanaged<CurlEasy>.fromOpaque(user).takeUnretainedValue()
         .appendBody(UnsafeRawBufferPointer(start: data, count: total))
-    return total  // bytes past the cap are consumed and dropped, so the transfer completes
+    // Past the cap: bytes are consumed and dropped so the transfer completes, or, with
+    // `stopReadingPastResponseCap`, the transfer stops here (0: CURLE_WRITE_ERROR, the connection closed).
+    return more ? total : 0
 }
 
 private func curlHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,

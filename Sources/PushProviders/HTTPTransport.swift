@@ -61,9 +61,21 @@ public struct HTTPClientConfiguration: Sendable {
     public var warmUpMillis: Int = 1_000
     /// Largest response body kept, in bytes; the rest is read and dropped (`bodyTruncated`). Default 64 KiB.
     public var maxResponseBodyBytes: Int = 64 * 1024
+    /// libcurl only: stop reading an answer once past `maxResponseBodyBytes` (the connection is
+    /// closed; the response keeps its status and first bytes, `bodyTruncated`) instead of reading
+    /// and dropping the rest. Default false; true for webhook endpoints, which may answer anything.
+    public var stopReadingPastResponseCap: Bool = false
     /// libcurl only: write the frames of requests started together under TCP_CORK. Default true.
     /// (The nghttp2 client writes each round's frames with one `send`.)
     public var corkWrites: Bool = true
+    /// libcurl only: schemes it may use (CURLOPT_PROTOCOLS_STR). Default `https`; `http,https` only
+    /// where a caller admits plain HTTP to loopback (webhooks in test mode with
+    /// `PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK`). The nghttp2 client speaks HTTPS (h2 over TLS) only.
+    public var allowedProtocols: String = "https"
+    /// libcurl only: wait for an HTTP/2 connection being set up rather than open another
+    /// (CURLOPT_PIPEWAIT). Default true (providers multiplex); false for webhook endpoints, mostly
+    /// HTTP/1.1, where waiting would serialize requests behind one connection's handshake.
+    public var pipeWait: Bool = true
 
     /// Defaults, with an optional CA file (tests pass their fake CA).
     public init(caFile: String? = nil) { self.caFile = caFile }

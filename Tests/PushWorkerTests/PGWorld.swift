@@ -23,8 +23,12 @@ final class PGWorld: TestWorld {
     var sessions: QueueSessions { PGQueueSessions(url: database.conninfo) }
     func session() throws -> QueueStore { PGQueueStore(connection: try database.connect()) }
 
+    /// An app whose events are kept (`WebhookFixture`: endpoints that want every type; sql/0009
+    /// drops an event no endpoint wants), as the in-memory store keeps every event.
     func createApp(requireEncryption: Bool, name: String) throws -> UUID {
-        try AppStore(connection: conn).appCreate(name: name, requireEncryption: requireEncryption).id
+        let id = try AppStore(connection: conn).appCreate(name: name, requireEncryption: requireEncryption).id
+        try WebhookFixture.subscribeToEverything(conn, appID: id)
+        return id
     }
 
     func updateApp(_ app: UUID, requireEncryption: Bool) throws {

@@ -135,6 +135,7 @@ class WorkerTestCase: XCTestCase {
 
     // MARK: - Apps, devices, notifications
 
+    /// Creates an app whose events are kept (`WebhookFixture`: endpoints that want every type).
     func createApp(requireEncryption: Bool = false, name: String = "app") throws -> UUID {
         try world.createApp(requireEncryption: requireEncryption, name: name)
     }
