@@ -11,6 +11,18 @@ final class QueueStatsTests: PGTestCase {
     private var appID = UUID()
     private var notificationID = UUID()
 
+    /// The counts by a scan of every job: 0006's definition of push_queue_stats (without its
+    /// oldest-due column), the truth the view is compared with.
+    private static let fullCount = """
+        SELECT count(*) FILTER (WHERE state = 'available') AS available,
+               count(*) FILTER (WHERE state = 'available' AND run_at <= now()) AS due,
+               count(*) FILTER (WHERE state = 'running') AS running,
+               count(*) FILTER (WHERE state = 'discarded') AS discarded,
+               count(*) FILTER (WHERE state = 'completed') AS completed,
+               count(*) FILTER (WHERE state = 'cancelled') AS cancelled
+          FROM push_jobs
+        """
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         try Migrator(connection: conn, directory: RepoPaths.sqlDirectory).migrate()
@@ -42,15 +54,7 @@ final class QueueStatsTests: PGTestCase {
     /// The view's row and the same counts by a full scan, as text, for comparison.
     private func viewAndTruth(file: StaticString = #filePath, line: UInt = #line) throws {
         let view = try PGQueueStore(connection: conn).queueStats()
-        let t = try conn.exec("""
-            SELECT count(*) FILTER (WHERE state = 'available') AS available,
-                   count(*) FILTER (WHERE state = 'available' AND run_at <= now()) AS due,
-                   count(*) FILTER (WHERE state = 'running') AS running,
-                   count(*) FILTER (WHERE state = 'discarded') AS discarded,
-                   count(*) FILTER (WHERE state = 'completed') AS completed,
-                   count(*) FILTER (WHERE state = 'cancelled') AS cancelled
-              FROM push_jobs
-            """)
+        let t = try conn.exec(Self.fullCount)
         let truth = try ["available", "due", "running", "discarded", "completed", "cancelled"].map { try t.int64(0, $0) }
         XCTAssertEqual([view.available, view.due, view.running, view.discarded, view.completed, view.cancelled], truth,
                        "push_queue_stats against a full count", file: file, line: line)
@@ -164,15 +168,7 @@ final class QueueStatsTests: PGTestCase {
         XCTAssertLessThan(now.buffers, 50, "pages read for 46 live jobs and the tally\n\(now.text)")
         // The same figure for 0006's definition (a scan of every job), so the bound above tells
         // the two apart: the table holds thousands of pages.
-        let before = try planCost("""
-            SELECT count(*) FILTER (WHERE state = 'available') AS available,
-                   count(*) FILTER (WHERE state = 'available' AND run_at <= now()) AS due,
-                   count(*) FILTER (WHERE state = 'running') AS running,
-                   count(*) FILTER (WHERE state = 'discarded') AS discarded,
-                   count(*) FILTER (WHERE state = 'completed') AS completed,
-                   count(*) FILTER (WHERE state = 'cancelled') AS cancelled
-              FROM push_jobs
-            """)
+        let before = try planCost(Self.fullCount)
         XCTAssertGreaterThan(before.buffers, 5_000, before.text)
     }
 }

@@ -205,18 +205,12 @@ def main():
     probe_app = create_app("bench probe", False)
     n_fair = max(100, n_bcast // 2)                # fairness: a broadcast of 50,000 deliveries (25,000 users)
     t = time.time()
-    if a.only == "history":
+    if a.only in ("history", "dbcost"):
         measure_baseline(P)
-        r = dbcost.history(P, s, rows=int(a.history_rows), rounds=a.rounds)
-        text = dbcost.history_markdown(r, a.cmdline)
-        with open(a.out, "w") as f:
-            f.write(text)
-        print(text)
-        return
-    if a.only == "dbcost":
-        measure_baseline(P)
-        r = dbcost.run(P, s, a.rounds)
-        text = dbcost.markdown(r, a.cmdline)
+        if a.only == "history":
+            text = dbcost.history_markdown(dbcost.history(P, s, rows=int(a.history_rows), rounds=a.rounds), a.cmdline)
+        else:
+            text = dbcost.markdown(dbcost.run(P, s, a.rounds), a.cmdline)
         with open(a.out, "w") as f:
             f.write(text)
         print(text)
