@@ -185,10 +185,12 @@ def measure_baseline(binary):
         f"PostgreSQL meanwhile {BASELINE['pg_cpu_s'] * 1000:.0f} ms")
 
 
-def delivery_stats(start):
+def delivery_stats(start, scope="true"):
+    """Deliveries recorded since `start` by the run; `scope` (SQL over push_deliveries) leaves out
+    rows the run did not make (bench --only history keeps earlier notifications' rows)."""
     row = psql("SELECT count(*), count(*) FILTER (WHERE encrypted), count(*) FILTER (WHERE status = 'sent'), "
                "count(*) FILTER (WHERE status = 'sent' AND NOT encrypted), "
-               "coalesce(extract(epoch FROM max(updated_at)), 0) FROM push_deliveries")
+               f"coalesce(extract(epoch FROM max(updated_at)), 0) FROM push_deliveries WHERE {scope}")
     total, enc, sent, plain_sent, last = row.split("|")
     pending = int(psql("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL"))
     wall = max(float(last) - start, 1e-3)
@@ -203,7 +205,7 @@ def workload(binary, label, workers, enqueue_sqls, extra=(), level="info"):
     return drain(binary, label, workers, time.time() - t, extra, level)
 
 
-def drain(binary, label, workers, enq, extra=(), level="info"):
+def drain(binary, label, workers, enq, extra=(), level="info", scope="true"):
     """Runs `workers` workers over what is queued until it is drained; returns the run's figures:
     worker and PostgreSQL CPU per delivery (each net of the empty-queue baseline), deliveries/s."""
     psql("VACUUM ANALYZE push_notifications, push_jobs, push_ledger")
@@ -213,7 +215,7 @@ def drain(binary, label, workers, enq, extra=(), level="info"):
         time.sleep(wait + 0.1)
     log(f"{label}: enqueued in {enq:.1f}s; {workers} worker(s)")
     w = run_measured(binary, workers, label, extra, level)
-    d = delivery_stats(w["start"])
+    d = delivery_stats(w["start"], scope)
     d.update(w)
     d["enqueue_s"] = enq
     d["cpu_us_per_delivery"] = max(w["cpu_s"] - BASELINE["cpu_s"] * workers, 0) * 1e6 / max(d["recorded"], 1)
