@@ -240,13 +240,14 @@ HISTORY_SQL = """
 -- Earlier notifications' history, as retention keeps it: {notifications:,} final notifications of the
 -- (c) app, {rows:,} delivery rows and {rows:,} ledger rows (a charge each), spread over them. Loaded
 -- with session_replication_role = replica (no per-row foreign-key checks or triggers: a restore's
--- speed); the rows are what the fleet writes, with random (UUIDv4) notification ids.
+-- speed); the rows are what the fleet writes, with random (UUIDv4) notification ids, their content
+-- already erased as retention does at its first pass after they are final.
 SET session_replication_role = replica;
-INSERT INTO push_notifications (id, app_id, mode, user_ids, title, body, status, accepted_at, expires_at, started_at,
-                                finished_at, device_count)
-SELECT gen_random_uuid(), '{app}', 'test', ARRAY['h' || g], 'Earlier', 'Earlier notification', 'sent',
+INSERT INTO push_notifications (id, app_id, mode, user_ids, status, accepted_at, expires_at, started_at,
+                                finished_at, content_erased_at, device_count)
+SELECT gen_random_uuid(), '{app}', 'test', ARRAY['h' || g], 'sent',
        now() - interval '2 days', now() + interval '26 days', now() - interval '2 days', now() - interval '2 days',
-       {per}
+       now() - interval '2 days', {per}
   FROM generate_series(1, {notifications}) g;
 INSERT INTO push_deliveries (notification_id, device_id, status, apns_id, attempts, created_at, updated_at, finished_at)
 SELECT n.id, d.device_id, 'sent', d.device_id, 1, n.accepted_at, n.finished_at, n.finished_at
