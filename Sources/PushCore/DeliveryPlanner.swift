@@ -70,7 +70,7 @@ public struct DeliveryPlanner: Sendable {
         let (check, body) = payloads.payload(token: device.token, kid: key)
         if let error = check.error { return .refuse(error) }
         return .send(PlannedDelivery(platform: device.platform, token: device.token, apnsEnvironment: device.apnsEnvironment,
-                                     priority: content.priority, collapseKey: content.collapseKey,
+                                     priority: content.priority, pushType: content.pushType, collapseKey: content.collapseKey,
                                      encrypted: key != nil || writer.encryptsItself, finalSize: check.size, body: body))
     }
 
@@ -83,12 +83,12 @@ public struct DeliveryPlanner: Sendable {
         return payloads.payload(token: device.token, kid: kid).check
     }
 
-    /// The smallest measure any payload kind of the table gives this content (R-SEND-7): with the
-    /// standard providers FCM plaintext's `data` keys and values plus `notification` title and body;
-    /// every other kind (APNs bodies, sealed plaintext, Web Push) measures more for the same content,
-    /// so when this does not fit no device of any kind can take the notification: what the
-    /// acceptance refuses whatever the audience, and what `push_enqueue` refuses by itself (its lower
-    /// bound of this measure, sql/0006).
+    /// The smallest measure any payload kind of the table gives this content (R-SEND-7, R-KIND-3):
+    /// with the standard providers FCM plaintext's `data` keys and values plus `notification` title
+    /// and body and the loc keys and args; every other kind (APNs bodies, sealed plaintext, Web Push)
+    /// measures more for the same content, so when this does not fit no device of any kind can take
+    /// the notification: what the acceptance refuses whatever the audience, and what `push_enqueue`
+    /// refuses by itself (its lower bound of this measure, sql/0006 with the loc texts of sql/0011).
     public var contentFloorCheck: SizeCheck {
         prepared.values.map { $0.payload(token: "", kid: nil).check }.min { $0.size < $1.size }
             ?? PayloadSizeRule.check(.plaintext, contentLength: sealed.count)

@@ -79,12 +79,15 @@ public struct NotificationRow: Sendable {
     /// `require_encryption` as read at send time (R-SEND-2); nil before the send time.
     public var encrypted: Bool?
     public var hasSMSFallback: Bool
+    /// Push type, iOS presentation, loc texts, Android channel (sql/0011).
+    public var kindFields: NotificationKindFields
 
     /// Makes a row (the stores' decoders and test doubles).
     public init(id: UUID, appID: UUID, mode: Mode, status: NotificationState, title: String? = nil, body: String? = nil,
                 data: String? = nil, badge: Int? = nil, sound: String? = nil, threadID: String? = nil,
                 collapseKey: String? = nil, priority: Priority = .high, ttlSeconds: Int, acceptedAt: Date,
-                sendAt: Date? = nil, expiresAt: Date, encrypted: Bool? = nil, hasSMSFallback: Bool = false) {
+                sendAt: Date? = nil, expiresAt: Date, encrypted: Bool? = nil, hasSMSFallback: Bool = false,
+                kindFields: NotificationKindFields = NotificationKindFields()) {
         self.id = id
         self.appID = appID
         self.mode = mode
@@ -103,6 +106,7 @@ public struct NotificationRow: Sendable {
         self.expiresAt = expiresAt
         self.encrypted = encrypted
         self.hasSMSFallback = hasSMSFallback
+        self.kindFields = kindFields
     }
 }
 
@@ -111,14 +115,20 @@ public struct AppPolicyRow: Sendable {
     public var requireEncryption: Bool
     public var placeholderTitle: String
     public var placeholderBody: String
+    /// The placeholder's loc keys (R-KIND-3), sent instead of the literal parts when set.
+    public var placeholderTitleLocKey: String?
+    public var placeholderBodyLocKey: String?
     /// Soft-deleted app: its notifications end as NO_DEVICES with DEVICE_GONE refunds.
     public var deleted: Bool
 
     /// Makes a row.
-    public init(requireEncryption: Bool, placeholderTitle: String, placeholderBody: String, deleted: Bool) {
+    public init(requireEncryption: Bool, placeholderTitle: String, placeholderBody: String,
+                placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil, deleted: Bool) {
         self.requireEncryption = requireEncryption
         self.placeholderTitle = placeholderTitle
         self.placeholderBody = placeholderBody
+        self.placeholderTitleLocKey = placeholderTitleLocKey
+        self.placeholderBodyLocKey = placeholderBodyLocKey
         self.deleted = deleted
     }
 }

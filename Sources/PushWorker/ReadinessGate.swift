@@ -6,8 +6,11 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0010_typed_record is the newest migration it uses
-    /// (its queue functions take their locks in the order of sql/LOCK_ORDER.md).
+    /// The schema version this build needs: sql/0013_database_cost is the newest migration it uses
+    /// (the Maintainer folds the queue tally with push_compact_job_tally); sql/0011_push_kinds gives
+    /// the kind columns its claim reads; sql/0010_typed_record the queue functions answering per job
+    /// (their locks in the order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook dispatcher and
+    /// retention deleting events with their outbox rows; sql/0007 seals provider tokens.
     public static let requiredSchemaVersion = 13
 
     /// Why a database is not fit for work.

@@ -148,7 +148,9 @@ extension InMemoryQueue {
             guard (q.smsPhone == nil) == (q.smsText == nil) else {
                 throw PushError(.validationError, "an SMS fallback needs both a phone number and a text")
             }
-            let bytes = (q.title?.utf8.count ?? 0) + (q.body?.utf8.count ?? 0) + (q.data?.utf8.count ?? 0)
+            let loc = LocalizedText(titleLocKey: q.titleLocKey, titleLocArgs: q.titleLocArgs, bodyLocKey: q.bodyLocKey,
+                                    bodyLocArgs: q.bodyLocArgs)
+            let bytes = (q.title?.utf8.count ?? 0) + (q.body?.utf8.count ?? 0) + (q.data?.utf8.count ?? 0) + loc.textBytes
             guard bytes <= PayloadSizeRule.limit else {
                 throw PushError(.pushPayloadTooLarge, "content is \(bytes) bytes and can never fit in 4096")
             }
@@ -162,7 +164,7 @@ extension InMemoryQueue {
                                       data: q.data, badge: q.badge, sound: q.sound, threadID: q.threadID,
                                       collapseKey: q.collapseKey, priority: priority, ttlSeconds: ttl, acceptedAt: now,
                                       sendAt: q.sendAt, expiresAt: Self.expiresAt(accepted: now, sendAt: q.sendAt, ttl: ttl),
-                                      hasSMSFallback: q.smsPhone != nil)
+                                      hasSMSFallback: q.smsPhone != nil, kindFields: Self.kindFields(q))
             notifications[id] = Notification(row: row, userIDs: q.userIDs, deviceIDs: q.deviceIDs, idempotencyKey: q.idempotencyKey,
                                              smsPhone: q.smsPhone, smsText: q.smsText)
             for d in devices.values where d.appID == q.appID && d.mode == mode && d.active && q.userIDs.contains(d.userID)
@@ -177,6 +179,23 @@ extension InMemoryQueue {
                               runAt: max(now, q.sendAt ?? now)))
             return (id, true)
         }
+    }
+
+    /// The kind columns as push_enqueue stores them (sql/0011: `alert` by default) and the claim reads
+    /// them back (the loc args as `array_to_json` text). Their rules are PushCore's, checked by the
+    /// worker when it builds the content, as for a row of PostgreSQL.
+    static func kindFields(_ q: EnqueueRequest) -> NotificationKindFields {
+        func json(_ args: [String]?) -> String? {
+            guard let args else { return nil }
+            var out: [UInt8] = []
+            JSONWriter.appendStrings(args, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        return NotificationKindFields(
+            pushType: q.pushType ?? "alert", interruptionLevel: q.interruptionLevel, relevanceScore: q.relevanceScore,
+            category: q.category, targetContentID: q.targetContentID, criticalSoundName: q.criticalSoundName,
+            criticalSoundVolume: q.criticalSoundVolume, titleLocKey: q.titleLocKey, titleLocArgsJSON: json(q.titleLocArgs),
+            bodyLocKey: q.bodyLocKey, bodyLocArgsJSON: json(q.bodyLocArgs), channelID: q.channelID)
     }
 
     /// max(accepted, send_at) + ttl, as push_expires_at stores it (held to it by the conformance suite).

@@ -46,7 +46,9 @@ extension InMemoryQueue {
                                   maxAttempts: j.maxAttempts, notification: n.row,
                                   app: AppPolicyRow(requireEncryption: app.requireEncryption,
                                                     placeholderTitle: app.placeholderTitle,
-                                                    placeholderBody: app.placeholderBody, deleted: app.deleted)))
+                                                    placeholderBody: app.placeholderBody,
+                                                    placeholderTitleLocKey: app.placeholderTitleLocKey,
+                                                    placeholderBodyLocKey: app.placeholderBodyLocKey, deleted: app.deleted)))
         }
         return out.sorted { a, b in
             let pa = jobs[a.id]?.priority ?? 0, pb = jobs[b.id]?.priority ?? 0

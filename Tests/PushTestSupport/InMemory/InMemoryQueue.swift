@@ -20,6 +20,9 @@ public final class InMemoryQueue: @unchecked Sendable {
         public var requireEncryption: Bool
         public var placeholderTitle = "New notification"
         public var placeholderBody = ""
+        /// The placeholder's loc keys (R-KIND-3), sent instead of the literal parts when set.
+        public var placeholderTitleLocKey: String?
+        public var placeholderBodyLocKey: String?
         public var deleted = false
     }
 
@@ -164,9 +167,13 @@ public final class InMemoryQueue: @unchecked Sendable {
 
     /// Creates an app (R-APP-1 defaults).
     @discardableResult
-    public func appCreate(name: String, requireEncryption: Bool = false) -> UUID {
+    public func appCreate(name: String, requireEncryption: Bool = false, placeholderTitleLocKey: String? = nil,
+                          placeholderBodyLocKey: String? = nil) -> UUID {
         let id = UUID()
-        lock.withLock { apps[id] = App(id: id, name: name, requireEncryption: requireEncryption) }
+        lock.withLock {
+            apps[id] = App(id: id, name: name, requireEncryption: requireEncryption,
+                           placeholderTitleLocKey: placeholderTitleLocKey, placeholderBodyLocKey: placeholderBodyLocKey)
+        }
         return id
     }
 
