@@ -170,8 +170,9 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history"],
-                    help="run one phase: fairness prints its figures; providers and dbcost write their part of --out")
+    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api"],
+                    help="run one phase: fairness prints its figures; providers and dbcost write their part of --out; "
+                         "api writes docs/bench-api-results.md")
     ap.add_argument("--history-rows", type=float, default=10_000_000, help="--only history: delivery and ledger rows")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the database-cost runs (medians)")
     ap.add_argument("--baseline-binary", default="", help="pushfleet built from issue 18's starting commit")
@@ -192,6 +193,10 @@ def main():
         print(text)
         return
 
+    if a.only == "api":
+        import api_bench
+        api_bench.run(P, URL, psql, os.path.join(REPO, "docs", "bench-api-results.md"))
+        return
     if not a.durable:
         # Measure the workers, not this machine's disk (fdatasync about 2.4 ms here): commits return
         # before their WAL flush; a crash could lose the last ~0.6 s of commits, never corrupt.
