@@ -62,6 +62,8 @@ public final class Maintainer {
         public var events = 0
         public var devices = 0
         public var erased = 0
+        /// Queue tally rows of ended sessions folded into one per state (`push_queue_stats`'s source).
+        public var tallyRowsFolded = 0
     }
 
     public let config: Config
@@ -88,6 +90,7 @@ public final class Maintainer {
             if let keep = config.contentRetention {
                 r.erased = try drain { try store.eraseFinalContent(olderThan: now - keep, limit: $0) }
             }
+            r.tallyRowsFolded = try store.compactJobTally()
             return r
         }
         return result ?? RunResult()
