@@ -90,6 +90,11 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
     // MARK: - Sending
 
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`).
+    /// The APNs host of the request's environment (production and sandbox are paused apart).
+    public func pauseScopes(for request: ProviderRequest) -> [String] {
+        [PauseScope.host(ofURL: configuration.baseURL(for: request.apnsEnvironment))]
+    }
+
     public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {
         guard !batch.isEmpty else { return [] }
         let token: ProviderToken

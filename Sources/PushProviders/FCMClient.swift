@@ -83,6 +83,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
 
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). When no
     /// access token can be had, every answer is `.notSent` with `rawDetail` starting `oauth:`.
+    /// The FCM host, and the service account's project (its quota is project-wide: Firebase's
+    /// "QUOTA_EXCEEDED").
+    public func pauseScopes(for request: ProviderRequest) -> [String] {
+        [PauseScope.host(ofURL: configuration.baseURL), PauseScope.fcmProject(account.projectId)]
+    }
+
     public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {
         guard !batch.isEmpty else { return [] }
         let token: ProviderToken

@@ -91,6 +91,11 @@ public final class WebPushClient: PushProvider, @unchecked Sendable {
 
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). Each
     /// host is resolved once per batch. Answers are shaped by `WebPushAnswerParser`.
+    /// The push service's origin (the subscription endpoint's scheme, host and port).
+    public func pauseScopes(for request: ProviderRequest) -> [String] {
+        [PauseScope.host(ofURL: request.deviceToken)]
+    }
+
     public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {
         guard !batch.isEmpty else { return [] }
         var answers = [ProviderAnswer?](repeating: nil, count: batch.count)
