@@ -61,10 +61,14 @@ public final class PGPauseStore: PauseStore, @unchecked Sendable {
                 .text(p.scope), .text(p.cause.rawValue), .text(p.detail), .date(p.pausedAt), p.resumeAt.map { .date($0) },
                 .double(p.probeInterval), .date(p.nextProbeAt),
             ])
-            guard r.rowCount == 1, let stored = try Self.decode(r, 0) else {
-                throw PGError(code: .query, message: "push_provider_pauses insert answered no row")
+            if r.rowCount == 1, let stored = try Self.decode(r, 0) { return (stored, try r.bool(0, "inserted")) }
+            // Another worker's insert committed while this one waited on it: the statement's snapshot
+            // did not see that row; a new statement does.
+            let again = try c.exec(PauseQueries.one, [.text(p.scope)])
+            guard again.rowCount == 1, let stored = try Self.decode(again, 0) else {
+                throw PGError(code: .query, message: "push_provider_pauses: the scope is neither insertable nor stored")
             }
-            return (stored, try r.bool(0, "inserted"))
+            return (stored, false)
         }
     }
 

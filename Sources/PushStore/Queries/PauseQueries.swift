@@ -10,6 +10,9 @@ enum PauseQueries {
     /// Every pause (a handful of rows at most: one per paused provider host or FCM project).
     static let all = "SELECT \(columns) FROM push_provider_pauses ORDER BY scope"
 
+    /// One scope's pause.
+    static let one = "SELECT \(columns) FROM push_provider_pauses WHERE scope = $1::text"
+
     /// A new pause; when the scope is already paused (another worker came first) the stored row
     /// stays and is answered instead.
     static let insert = """
