@@ -175,9 +175,13 @@ public final class ProviderGate {
         }
         metrics?.providerPauses.increment([pause.scope, pause.cause.rawValue])
         publishGauge()
-        log.warn("provider.paused", ["scope": pause.scope, "cause": pause.cause.rawValue, "detail": pause.detail,
-                                     "first_probe_in_s": pause.cause.probes ? pause.probeInterval : nil,
-                                     "resume_in_s": pause.resumeAt.map { $0.timeIntervalSince(pause.pausedAt) }])
+        var fields: [String: Any] = ["scope": pause.scope, "cause": pause.cause.rawValue, "detail": pause.detail]
+        if let end = pause.resumeAt {
+            fields["resume_in_s"] = end.timeIntervalSince(pause.pausedAt)
+        } else {
+            fields["first_probe_in_s"] = pause.probeInterval
+        }
+        log.warn("provider.paused", fields)
     }
 
     /// Ends the pause of `scope` (a probe answered, or a quota pause's time is over), once for the fleet.

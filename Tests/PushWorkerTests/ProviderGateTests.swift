@@ -54,6 +54,19 @@ final class ProviderGateTests: XCTestCase {
         XCTAssertEqual(metrics.providerPaused.snapshot, [:])
     }
 
+    func testTwoWorkersRacingForOneProbeWithStaleViewsGetOneR_KIND_4() {
+        // Both workers read the pause before either takes the probe (neither reads it again for
+        // 100 s): the compare-and-set on the version gives the probe to one of them only.
+        let store = MemoryPauseStore()
+        let a = ProviderGate(store: store, owner: "w1", refreshInterval: 100, log: Log(level: .error))
+        let b = ProviderGate(store: store, owner: "w2", refreshInterval: 100, log: Log(level: .error))
+        fail(a, 3, at: at(0))
+        XCTAssertEqual(b.admit([[host]], now: at(0.5)), [.hold(until: at(1.5))])
+        XCTAssertEqual(a.admit([[host]], now: at(1)), [.probe(scope: host)])
+        guard case .hold = b.admit([[host]], now: at(1)).first else { return XCTFail("the second worker must not probe too") }
+        XCTAssertEqual(try store.pauses().first?.probeOwner, "w1")
+    }
+
     func testTwoWorkersDetectingAtOnceMakeOnePauseR_KIND_4() {
         let store = MemoryPauseStore()
         let (a, b, metrics) = gates(store)
