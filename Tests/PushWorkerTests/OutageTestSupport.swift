@@ -88,12 +88,12 @@ final class RunningWorkers {
     }
 }
 
-/// Polls `condition` every 20 ms until it holds or `timeout` seconds passed; true when it held.
-func eventually(timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
+/// Polls `condition` every `interval` seconds until it holds or `timeout` seconds passed; true when it held.
+func eventually(timeout: TimeInterval, interval: TimeInterval = 0.02, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if try condition() { return true }
-        Thread.sleep(forTimeInterval: 0.02)
+        Thread.sleep(forTimeInterval: interval)
     }
     return try condition()
 }
