@@ -45,9 +45,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     private let signer: JWTSigner
     private let tokenCache: ProviderTokenCache
     private let clock: ProviderClock
+    /// `pauseScopes`, made once.
+    private let scopes: [String]
 
     private init(configuration: Configuration, account: FCMServiceAccount, http: any HTTPTransport, signer: JWTSigner,
                  tokenCache: ProviderTokenCache, clock: ProviderClock) {
+        scopes = [PauseScope.host(ofURL: configuration.baseURL), PauseScope.fcmProject(account.projectId)]
         self.configuration = configuration
         self.account = account
         self.http = http
@@ -81,14 +84,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
 
     // MARK: - Sending
 
+    /// The FCM host, and the service account's project (its quota is project-wide: Firebase's
+    /// "QUOTA_EXCEEDED"; R-KIND-4).
+    public func pauseScopes(for request: ProviderRequest) -> [String] { scopes }
+
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). When no
     /// access token can be had, every answer is `.notSent` with `rawDetail` starting `oauth:`.
-    /// The FCM host, and the service account's project (its quota is project-wide: Firebase's
-    /// "QUOTA_EXCEEDED").
-    public func pauseScopes(for request: ProviderRequest) -> [String] {
-        [PauseScope.host(ofURL: configuration.baseURL), PauseScope.fcmProject(account.projectId)]
-    }
-
     public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {
         guard !batch.isEmpty else { return [] }
         let token: ProviderToken

@@ -89,13 +89,13 @@ public final class WebPushClient: PushProvider, @unchecked Sendable {
 
     // MARK: - Sending
 
-    /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). Each
-    /// host is resolved once per batch. Answers are shaped by `WebPushAnswerParser`.
-    /// The push service's origin (the subscription endpoint's scheme, host and port).
+    /// The push service's origin (the subscription endpoint's scheme, host and port; R-KIND-4).
     public func pauseScopes(for request: ProviderRequest) -> [String] {
         [PauseScope.host(ofURL: request.deviceToken)]
     }
 
+    /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). Each
+    /// host is resolved once per batch. Answers are shaped by `WebPushAnswerParser`.
     public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {
         guard !batch.isEmpty else { return [] }
         var answers = [ProviderAnswer?](repeating: nil, count: batch.count)
