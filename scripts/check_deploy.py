@@ -48,6 +48,12 @@ METRICS = {
     "pushfleet_webhook_endpoints_disabled_total": "counter",
     "pushfleet_webhook_endpoints_disabled": "gauge",
     "pushfleet_webhook_oldest_pending_age_seconds": "gauge",
+    # Provider pauses (issue 23, R-KIND-4).
+    "pushfleet_provider_paused": "gauge",
+    "pushfleet_provider_pauses_total": "counter",
+    "pushfleet_provider_resumes_total": "counter",
+    "pushfleet_provider_probes_total": "counter",
+    "pushfleet_deliveries_held_total": "counter",
 }
 API_PORT = 8080
 API_MANAGEMENT_PORT = 9465
@@ -65,6 +71,7 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "api p99 latency": "pushfleet_api_request_duration_seconds",
     "api replica not ready": "pushfleet_api_ready",
     "webhook endpoints disabled": "pushfleet_webhook_endpoints_disabled_total",
+    "provider paused": "pushfleet_provider_paused",
 }
 DASHBOARD_METRICS = set(METRICS) - {"pushfleet_credentials_invalid_total", "pushfleet_db_errors_total",
                                     "pushfleet_ready", "pushfleet_jobs_claimed_total", "pushfleet_api_db_errors_total"}

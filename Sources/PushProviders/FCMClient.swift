@@ -45,9 +45,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     private let signer: JWTSigner
     private let tokenCache: ProviderTokenCache
     private let clock: ProviderClock
+    /// `pauseScopes`, made once.
+    private let scopes: [String]
 
     private init(configuration: Configuration, account: FCMServiceAccount, http: any HTTPTransport, signer: JWTSigner,
                  tokenCache: ProviderTokenCache, clock: ProviderClock) {
+        scopes = [PauseScope.host(ofURL: configuration.baseURL), PauseScope.fcmProject(account.projectId)]
         self.configuration = configuration
         self.account = account
         self.http = http
@@ -80,6 +83,10 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     public var sendURL: String { "\(configuration.baseURL)/v1/projects/\(account.projectId)/messages:send" }
 
     // MARK: - Sending
+
+    /// The FCM host, and the service account's project (its quota is project-wide: Firebase's
+    /// "QUOTA_EXCEEDED"; R-KIND-4).
+    public func pauseScopes(for request: ProviderRequest) -> [String] { scopes }
 
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). When no
     /// access token can be had, every answer is `.notSent` with `rawDetail` starting `oauth:`.

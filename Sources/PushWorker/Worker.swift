@@ -52,8 +52,11 @@ public final class Worker: @unchecked Sendable {
         self.metrics = metrics
         self.log = log
         self.readiness = ReadinessGate(metrics: metrics, log: log)
+        let gate = ProviderGate(store: sessions.openPauseStore() ?? MemoryPauseStore(), owner: config.owner,
+                                thresholds: config.outageThresholds, refreshInterval: config.pauseRefreshInterval,
+                                metrics: metrics, log: log)
         self.processor = try BatchProcessor(router: router, retryPolicy: config.retryPolicy, providers: config.providers,
-                                            metrics: metrics)
+                                            metrics: metrics, gate: gate)
         self.keeper = LeaseKeeper(leaseSeconds: config.leaseSeconds, log: log) { try sessions.openHeartbeatSession() }
     }
 

@@ -111,13 +111,15 @@ enum Commands {
     // MARK: - stats and jobs
 
     static func stats(_ args: Arguments, _ out: Output) throws {
-        let store = PGQueueStore(connection: try connect())
+        let connection = try connect()
+        let store = PGQueueStore(connection: connection)
+        let pauses = PGPauseStore { connection }
         let interval = args.value("interval").flatMap(Double.init) ?? 1
         repeat {
-            let s = try store.queueStats()
+            let now = Date()
+            let s = StatsOutput(queue: try store.queueStats(), paused: try pauses.pauses().map { .init($0, now: now) })
             out.emit(s) {
-                (args.flag("watch") ? "\u{1B}[2J\u{1B}[H" + iso(Date()) + "\n" : "")
-                    + "available \(s.available)  due \(s.due)  running \(s.running)  completed \(s.completed)  discarded \(s.discarded)  cancelled \(s.cancelled)  oldest_due_age \(String(format: "%.3f", s.oldestDueAgeSeconds))s"
+                (args.flag("watch") ? "\u{1B}[2J\u{1B}[H" + iso(now) + "\n" : "") + s.text(now: now)
             }
             if args.flag("watch") { Thread.sleep(forTimeInterval: interval) }
         } while args.flag("watch")

@@ -12,7 +12,7 @@ enum Help {
       devices register|delete|list   the device registry (R-DEV-1..8)
       send                           accept a notification (exact 4096-byte check, then push_enqueue)
       notifications show|cancel ID   a notification, its deliveries and ledger; cancel a scheduled one
-      stats [--watch]                queue depth by state, due now, age of the oldest due job
+      stats [--watch]                queue depth by state, due now, age of the oldest due job, paused provider hosts
       jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
       ledger check                   audit charges and refunds against deliveries (R-SEND-8/9)
       webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
