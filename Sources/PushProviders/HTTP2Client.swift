@@ -41,6 +41,11 @@ public final class HTTP2Client: @unchecked Sendable {
         public var warmUpMillis: Int = 1_000
         /// Largest response body kept, in bytes; the rest is read and dropped. Default 64 KiB.
         public var maxResponseBodyBytes: Int = 64 * 1024
+        /// Open a new connection for every request and close it after (CURLOPT_FRESH_CONNECT,
+        /// CURLOPT_FORBID_REUSE). Default false. For requests that must never be written twice
+        /// (an SMS): on a reused connection that the server closed as the request went out, libcurl
+        /// writes the request again on a new one, which only the sender can know to be unsafe.
+        public var freshConnectionPerRequest: Bool = false
 
         /// Defaults, with an optional CA file (tests pass their fake CA).
         public init(caFile: String? = nil) { self.caFile = caFile }
@@ -97,7 +102,8 @@ public final class HTTP2Client: @unchecked Sendable {
         let hosts = requests.map { Self.hostKey($0.url) }
         var deferred: [String: [Int]] = [:]   // cold host -> requests waiting for its warm-up request
         var warmUps: [Int: String] = [:]      // warm-up request index -> host
-        for (i, host) in hosts.enumerated() where (warmUntil[host] ?? 0) <= now {
+        // With a connection per request there is nothing to warm up.
+        for (i, host) in hosts.enumerated() where !configuration.freshConnectionPerRequest && (warmUntil[host] ?? 0) <= now {
             if deferred[host] == nil {
                 deferred[host] = []
                 warmUps[i] = host
