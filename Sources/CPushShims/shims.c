@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <sys/socket.h>
 
+#include <netinet/tcp.h>
+
 CURLcode cpush_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 CURLcode cpush_easy_setopt_ptr(CURL *h, CURLoption o, const void *v) { return curl_easy_setopt(h, o, v); }
 CURLcode cpush_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -18,6 +20,55 @@ CURLcode cpush_easy_getinfo_long(CURL *h, CURLINFO i, long *out) { return curl_e
 CURLcode cpush_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out) { return curl_easy_getinfo(h, i, out); }
 CURLcode cpush_easy_getinfo_double(CURL *h, CURLINFO i, double *out) { return curl_easy_getinfo(h, i, out); }
 CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+
+struct cpush_socket_set { curl_socket_t *fds; int count; int capacity; };
+
+cpush_socket_set *cpush_socket_set_new(void) { return calloc(1, sizeof(cpush_socket_set)); }
+
+void cpush_socket_set_free(cpush_socket_set *set) {
+    if (set == NULL) return;
+    free(set->fds);
+    free(set);
+}
+
+static int cpush_socket_opened(void *clientp, curl_socket_t fd, curlsocktype purpose) {
+    cpush_socket_set *set = clientp;
+    if (purpose != CURLSOCKTYPE_IPCXN) return CURL_SOCKOPT_OK;
+    if (set->count == set->capacity) {
+        int capacity = set->capacity ? set->capacity * 2 : 16;
+        curl_socket_t *grown = realloc(set->fds, (size_t)capacity * sizeof *grown);
+        if (grown == NULL) return CURL_SOCKOPT_OK;  /* untracked: never corked, still works */
+        set->fds = grown;
+        set->capacity = capacity;
+    }
+    set->fds[set->count++] = fd;
+    return CURL_SOCKOPT_OK;
+}
+
+static int cpush_socket_closing(void *clientp, curl_socket_t fd) {
+    cpush_socket_set *set = clientp;
+    for (int i = 0; i < set->count; i++) {
+        if (set->fds[i] == fd) { set->fds[i] = set->fds[--set->count]; break; }
+    }
+    return close(fd);
+}
+
+CURLcode cpush_easy_track_sockets(CURL *h, cpush_socket_set *set) {
+    CURLcode c = curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, cpush_socket_opened);
+    if (c == CURLE_OK) c = curl_easy_setopt(h, CURLOPT_SOCKOPTDATA, set);
+    if (c == CURLE_OK) c = curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, cpush_socket_closing);
+    if (c == CURLE_OK) c = curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, set);
+    return c;
+}
+
+int cpush_socket_set_cork(cpush_socket_set *set, int on) {
+    for (int i = 0; i < set->count; i++) {
+        (void)setsockopt(set->fds[i], IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+    }
+    return set->count;
+}
+
+int cpush_socket_set_count(const cpush_socket_set *set) { return set->count; }
 
 /* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
  * ("Server reached connection limit...", a malformed request) as event metrics.http, the text

@@ -113,24 +113,36 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
     }
 
     private func sendOnce(_ batch: [ProviderRequest], token: String) -> [ProviderAnswer] {
-        let outcomes = http.perform(batch.map { httpRequest(for: $0, token: token) })
+        let authorization = "bearer " + token  // one string shared by the batch's header lists
+        let outcomes = http.perform(batch.map { httpRequest(for: $0, authorization: authorization) })
         return zip(batch, outcomes).map { APNsAnswerParser.answer(for: $1, apnsId: $0.apnsId) }
     }
 
     /// The HTTP/2 request for one push (Apple's "Sending notification requests to APNs"): path, headers
     /// in a fixed order, body unchanged.
     public func httpRequest(for request: ProviderRequest, token: String) -> HTTPRequest {
-        var headers: [(String, String)] = [
-            ("authorization", "bearer \(token)"),
-            ("apns-topic", configuration.topic),
-            ("apns-push-type", configuration.pushType),
-            ("apns-priority", String(request.priority.apnsPriority)),
-            ("apns-expiration", String(max(0, request.expirationUnixSeconds))),
-            ("apns-id", request.apnsId),
-            ("content-type", "application/json"),
-        ]
-        if let collapse = request.collapseId { headers.insert(("apns-collapse-id", collapse), at: 5) }
-        let url = configuration.baseURL(for: request.apnsEnvironment) + "/3/device/" + Self.pathSegment(request.deviceToken)
+        httpRequest(for: request, authorization: "bearer " + token)
+    }
+
+    /// `httpRequest(for:token:)` with the `authorization` value already built (issue 18: the
+    /// batch's requests share it and the topic and push-type strings instead of formatting them).
+    private func httpRequest(for request: ProviderRequest, authorization: String) -> HTTPRequest {
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(8)
+        headers.append(("authorization", authorization))
+        headers.append(("apns-topic", configuration.topic))
+        headers.append(("apns-push-type", configuration.pushType))
+        headers.append(("apns-priority", request.priority == .high ? "10" : String(request.priority.apnsPriority)))
+        headers.append(("apns-expiration", request.expirationUnixSeconds <= 0 ? "0" : String(request.expirationUnixSeconds)))
+        if let collapse = request.collapseId { headers.append(("apns-collapse-id", collapse)) }
+        headers.append(("apns-id", request.apnsId))
+        headers.append(("content-type", "application/json"))
+        let base = configuration.baseURL(for: request.apnsEnvironment)
+        var url = ""
+        url.reserveCapacity(base.utf8.count + 10 + request.deviceToken.utf8.count * 3)
+        url += base
+        url += "/3/device/"
+        Self.appendPathSegment(request.deviceToken, to: &url)
         return HTTPRequest(url: url, method: "POST", headers: headers, body: request.payload,
                            timeoutMillis: configuration.requestTimeoutMillis)
     }
@@ -147,19 +159,38 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
 
     /// Percent-encodes everything but RFC 3986 unreserved characters, so a token can never change the path.
     static func pathSegment(_ token: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(token.utf8.count)
-        for byte in token.utf8 {
+        var out = ""
+        appendPathSegment(token, to: &out)
+        return out
+    }
+
+    /// Appends `pathSegment(token)` to `out`; a token of unreserved characters only (a hex device
+    /// token) is appended as it is.
+    static func appendPathSegment(_ token: String, to out: inout String) {
+        func unreserved(_ byte: UInt8) -> Bool {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                  UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(byte)
+                return true
             default:
-                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                return false
             }
         }
-        return String(decoding: out, as: UTF8.self)
+        if token.utf8.allSatisfy(unreserved) {
+            out += token
+            return
+        }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(token.utf8.count * 3)
+        for byte in token.utf8 {
+            if unreserved(byte) {
+                bytes.append(byte)
+            } else {
+                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+        out += String(decoding: bytes, as: UTF8.self)
     }
 
     private static func jsonEscaped(_ s: String) -> String {

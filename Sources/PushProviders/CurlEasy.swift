@@ -6,45 +6,64 @@ enum CurlGlobal {
     static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 }
 
-/// Owns one libcurl easy handle (`CURL*`) for one transfer, plus what must outlive the transfer:
-/// the header list, the error buffer, and the response being collected. Freed in `deinit`.
-/// Used by `HTTP2Client` only; never shared between threads while a transfer runs.
+/// One libcurl easy handle (`CURL*`), reused for transfer after transfer by `HTTP2Client` (issue 18):
+/// reset (`curl_easy_reset`) and set up again instead of created and cleaned up per request. The
+/// header list and the body live in buffers the handle owns and grows (no `curl_slist_append` or
+/// `COPYPOSTFIELDS` copy per request); response headers are kept as raw bytes and parsed once when
+/// the transfer ends. Freed in `deinit`. Never shared between threads while a transfer runs.
 final class CurlEasy {
     private let handle: UnsafeMutableRawPointer
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var resolveList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    private let sockets: OpaquePointer?
+    private let config: HTTP2Client.Configuration
+    /// Set once the handle carried a transfer (the next one starts with `curl_easy_reset`).
+    private var used = false
+    private var resolveList: UnsafeMutablePointer<curl_slist>?
+    private var headerText = ByteBuffer()
+    private var headerNodes: UnsafeMutablePointer<curl_slist>
+    private var headerNodeCapacity = 16
+    private var bodyBytes = ByteBuffer()
+    private var responseHeaderBytes = ByteBuffer()
 
     /// Response being collected by the callbacks.
     private(set) var status = 0
-    private(set) var headers: [String: String] = [:]
     private(set) var body: [UInt8] = []
     private(set) var bodyTruncated = false
-    private var bodyCap = 0
 
-    private init(handle: UnsafeMutableRawPointer) {
+    /// The options a request needs beyond the per-request ones.
+    private struct Shape: Equatable {
+        var get: Bool
+        var customMethod: String?
+        var resolve: [String]
+    }
+
+    private init(handle: UnsafeMutableRawPointer, config: HTTP2Client.Configuration, sockets: OpaquePointer?) {
         self.handle = handle
+        self.config = config
+        self.sockets = sockets
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        headerNodes = .allocate(capacity: headerNodeCapacity)
     }
 
     deinit {
         curl_easy_cleanup(handle)
-        curl_slist_free_all(headerList)
         curl_slist_free_all(resolveList)
         errorBuffer.deallocate()
+        headerNodes.deallocate()
+        headerText.deallocate()
+        bodyBytes.deallocate()
+        responseHeaderBytes.deallocate()
     }
 
-    /// Creates and configures a handle for `request`.
-    /// - Throws: `HTTPClientError.curlInit` if libcurl refuses the handle or an option.
-    static func make(for request: HTTPRequest, config: HTTP2Client.Configuration) throws -> CurlEasy {
+    /// Creates a handle for a client with `config`; `sockets` (a `cpush_socket_set`) learns the
+    /// connections it opens.
+    /// - Throws: `HTTPClientError.curlInit` if libcurl refuses the handle.
+    static func make(config: HTTP2Client.Configuration, sockets: OpaquePointer?) throws -> CurlEasy {
         guard CurlGlobal.initialized, let raw = curl_easy_init() else {
             throw HTTPClientError.curlInit("curl_easy_init failed")
         }
-        let easy = CurlEasy(handle: raw)
-        easy.bodyCap = config.maxResponseBodyBytes
-        try easy.configure(request, config)
-        return easy
+        return CurlEasy(handle: raw, config: config, sockets: sockets)
     }
 
     /// Scoped access to the raw handle for `CurlMulti`; the pointer must not escape the closure.
@@ -52,18 +71,49 @@ final class CurlEasy {
         try body(handle)
     }
 
-    // MARK: - Options
+    /// The raw handle as an identity key (what `curl_multi_info_read` hands back).
+    var key: UnsafeMutableRawPointer { handle }
 
-    private func configure(_ request: HTTPRequest, _ config: HTTP2Client.Configuration) throws {
+    // MARK: - Per request
+
+    /// Sets the handle up for `request` and clears the previous response.
+    /// - Throws: `HTTPClientError.curlInit` if libcurl refuses an option.
+    func prepare(_ request: HTTPRequest) throws {
+        let method = request.method
+        let wanted = Shape(get: method == "GET", customMethod: method == "GET" || method == "POST" ? nil : method,
+                           resolve: request.resolve)
+        // Always reset a used handle: libcurl keeps per-transfer state in it that only a reset (or a
+        // new handle) clears, e.g. the retry counter of "connection died, retrying a fresh connect"
+        // after a GOAWAY, which would otherwise add up over the handle's transfers until it refuses.
+        if used { curl_easy_reset(handle) }
+        used = true
+        try configureFixed(wanted)
+        status = 0
+        body = []
+        bodyTruncated = false
+        responseHeaderBytes.count = 0
+        errorBuffer[0] = 0
         try set(CURLOPT_URL, request.url)
+        try set(CURLOPT_TIMEOUT_MS, max(1, request.timeoutMillis))
+        try set(CURLOPT_CONNECTTIMEOUT_MS, max(1, min(config.connectTimeoutMillis, request.timeoutMillis)))
+        try setHeaders(request.headers)
+        if !wanted.get {
+            bodyBytes.count = 0
+            bodyBytes.append(request.body)
+            bodyBytes.append(0)  // never read by libcurl (the size is given); keeps the pointer non-null when empty
+            try check(cpush_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
+            try check(cpush_easy_setopt_ptr(handle, CURLOPT_POSTFIELDS, bodyBytes.base))
+        }
+    }
+
+    /// Options that hold for every request of this shape: set after creation and after a reset.
+    private func configureFixed(_ shape: Shape) throws {
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         try set(CURLOPT_PIPEWAIT, 1)
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
         if let ca = config.caFile { try set(CURLOPT_CAINFO, ca) }
-        try set(CURLOPT_TIMEOUT_MS, max(1, request.timeoutMillis))
-        try set(CURLOPT_CONNECTTIMEOUT_MS, max(1, min(config.connectTimeoutMillis, request.timeoutMillis)))
         try set(CURLOPT_MAXAGE_CONN, config.maxIdleSeconds)
         try set(CURLOPT_MAXLIFETIME_CONN, config.maxConnectionLifetimeSeconds)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
@@ -77,45 +127,67 @@ final class CurlEasy {
         try set(CURLOPT_PROTOCOLS_STR, "https")
         // Never follow a redirect: a provider answer is final, and a Location could point anywhere.
         try set(CURLOPT_FOLLOWLOCATION, 0)
-        if !request.resolve.isEmpty {
-            for entry in request.resolve { resolveList = curl_slist_append(resolveList, entry) }
+        curl_slist_free_all(resolveList)
+        resolveList = nil
+        if !shape.resolve.isEmpty {
+            for entry in shape.resolve { resolveList = curl_slist_append(resolveList, entry) }
             try check(cpush_easy_setopt_ptr(handle, CURLOPT_RESOLVE, resolveList))
             // A proxy (e.g. from `https_proxy`) would resolve the name itself and bypass the pin.
             try set(CURLOPT_PROXY, "")
         }
         try check(cpush_easy_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer))
-
-        for (name, value) in request.headers {
-            headerList = curl_slist_append(headerList, "\(name): \(value)")
-        }
-        // Drop curl's default `Accept: */*` and `Expect:` (not wanted by APNs/FCM).
-        headerList = curl_slist_append(headerList, "Expect:")
-        if !request.headers.contains(where: { $0.0.lowercased() == "accept" }) {
-            headerList = curl_slist_append(headerList, "Accept:")
-        }
-        try check(cpush_easy_setopt_ptr(handle, CURLOPT_HTTPHEADER, headerList))
-
-        if request.method == "GET" {
+        if shape.get {
             try set(CURLOPT_HTTPGET, 1)
-        } else {
-            try check(cpush_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
-            if request.body.isEmpty {
-                let empty: StaticString = ""
-                try check(cpush_easy_setopt_ptr(handle, CURLOPT_POSTFIELDS, empty.utf8Start))
-            } else {
-                // COPYPOSTFIELDS copies the bytes now, so the array need not outlive this call.
-                try request.body.withUnsafeBufferPointer { buf in
-                    try check(cpush_easy_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, buf.baseAddress))
-                }
-            }
-            if request.method != "POST" { try set(CURLOPT_CUSTOMREQUEST, request.method) }
+        } else if let custom = shape.customMethod {
+            try set(CURLOPT_CUSTOMREQUEST, custom)
         }
-
+        if let sockets { try check(cpush_easy_track_sockets(handle, sockets)) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         try check(cpush_easy_setopt_write_cb(handle, curlWriteCallback))
         try check(cpush_easy_setopt_ptr(handle, CURLOPT_WRITEDATA, me))
         try check(cpush_easy_setopt_header_cb(handle, curlHeaderCallback))
         try check(cpush_easy_setopt_ptr(handle, CURLOPT_HEADERDATA, me))
+    }
+
+    /// Writes `name: value` lines (NUL-terminated) into the handle's buffer and links list nodes over
+    /// them; adds `Expect:` and `Accept:` (unless the request has an Accept) so libcurl sends neither.
+    private func setHeaders(_ headers: [(String, String)]) throws {
+        var size = 16  // "Expect:\0Accept:\0"
+        var hasAccept = false
+        for (name, value) in headers {
+            size += name.utf8.count + value.utf8.count + 3
+            if !hasAccept, name.utf8.count == 6, name.lowercased() == "accept" { hasAccept = true }
+        }
+        let lines = headers.count + (hasAccept ? 1 : 2)
+        if lines > headerNodeCapacity {
+            headerNodes.deallocate()
+            headerNodeCapacity = lines * 2
+            headerNodes = .allocate(capacity: headerNodeCapacity)
+        }
+        headerText.count = 0
+        headerText.reserve(size)  // the text never moves below: the nodes point into it
+        var node = 0
+        func link(_ start: Int) {
+            let data = UnsafeMutableRawPointer(headerText.base + start).assumingMemoryBound(to: CChar.self)
+            headerNodes[node] = curl_slist(data: data, next: node + 1 < lines ? headerNodes + node + 1 : nil)
+            node += 1
+        }
+        for (name, value) in headers {
+            let start = headerText.count
+            headerText.append(name)
+            headerText.append(UInt8(ascii: ":"))
+            headerText.append(UInt8(ascii: " "))
+            headerText.append(value)
+            headerText.append(0)
+            link(start)
+        }
+        for fixed in hasAccept ? ["Expect:"] : ["Expect:", "Accept:"] {
+            let start = headerText.count
+            headerText.append(fixed)
+            headerText.append(0)
+            link(start)
+        }
+        try check(cpush_easy_setopt_ptr(handle, CURLOPT_HTTPHEADER, headerNodes))
     }
 
     private func set(_ option: CURLoption, _ value: Int) throws {
@@ -154,6 +226,12 @@ final class CurlEasy {
         return t > 0
     }
 
+    /// The response headers of the final response: names lower-cased, values trimmed, first value
+    /// wins for a repeated name (status lines and interim responses already dropped).
+    func responseHeaders() -> [String: String] {
+        ResponseHeaderParser.parse(responseHeaderBytes)
+    }
+
     /// curl's detailed error text for the last failure, or the generic text for `code`.
     func errorText(_ code: CURLcode) -> String {
         let detail = String(cString: errorBuffer)
@@ -167,7 +245,7 @@ final class CurlEasy {
     // MARK: - Callbacks
 
     fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) {
-        let room = bodyCap - body.count
+        let room = config.maxResponseBodyBytes - body.count
         if bytes.count > room { bodyTruncated = true }
         if room > 0 { body.append(contentsOf: bytes.prefix(room)) }
     }
@@ -175,18 +253,16 @@ final class CurlEasy {
     fileprivate func headerLine(_ bytes: UnsafeRawBufferPointer) {
         var end = bytes.count
         while end > 0, bytes[end - 1] == UInt8(ascii: "\n") || bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-        let line = String(decoding: bytes[..<end], as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        let line = UnsafeRawBufferPointer(rebasing: bytes[..<end])
+        if let code = ResponseHeaderParser.statusCode(line) {
             // A new response starts (e.g. after an interim 1xx): forget earlier headers.
-            headers = [:]
-            let fields = line.split(separator: " ")
-            status = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+            status = code
+            responseHeaderBytes.count = 0
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: " \t")
-        if headers[name] == nil { headers[name] = value }
+        guard !line.isEmpty else { return }
+        responseHeaderBytes.append(line)
+        responseHeaderBytes.append(UInt8(ascii: "\n"))
     }
 }
 
@@ -206,13 +282,4 @@ private func curlHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: In
     Unmanaged<CurlEasy>.fromOpaque(user).takeUnretainedValue()
         .headerLine(UnsafeRawBufferPointer(start: data, count: total))
     return total
-}
-
-private extension Substring {
-    func trimmingCharacters(in set: String) -> String {
-        var s = self[...]
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
-    }
 }

@@ -3,13 +3,23 @@ internal import CPushShims
 
 /// Owns one libcurl multi handle (`CURLM*`) and with it the connection pool: connections stay open
 /// across batches while this object lives (Apple's "Sending notification requests to APNs": keep
-/// connections open). Freed in `deinit`. Not thread-safe: `HTTP2Client` serializes every call.
+/// connections open), and the set of their sockets (`cpush_socket_set`, filled by the easy handles'
+/// socket callbacks) that `cork` works on. Freed in `deinit`. Not thread-safe: `HTTP2Client`
+/// serializes every call.
 final class CurlMulti {
     private let handle: UnsafeMutableRawPointer
+    /// The open sockets of this multi's connections (easy handles made with it report to it).
+    let sockets: OpaquePointer?
 
-    private init(handle: UnsafeMutableRawPointer) { self.handle = handle }
+    private init(handle: UnsafeMutableRawPointer) {
+        self.handle = handle
+        sockets = cpush_socket_set_new()
+    }
 
-    deinit { curl_multi_cleanup(handle) }
+    deinit {
+        curl_multi_cleanup(handle)  // closes the connections, through the set's close callback
+        cpush_socket_set_free(sockets)
+    }
 
     /// Creates a multi handle that multiplexes HTTP/2 streams (CURLPIPE_MULTIPLEX) with at most
     /// `maxHostConnections` connections per host and `maxTotalConnections` overall, and a cache of
@@ -55,9 +65,29 @@ final class CurlMulti {
         return Int(running)
     }
 
+    /// Milliseconds until libcurl wants `perform` called even without socket activity (0 = now,
+    /// -1 = no timer set): curl_multi_timeout.
+    func timeoutMillis() -> Int {
+        var ms = -1
+        _ = curl_multi_timeout(handle, &ms)
+        return ms
+    }
+
     /// Waits up to `timeoutMillis` for socket activity or a libcurl timer.
     func poll(timeoutMillis: Int) {
         _ = curl_multi_poll(handle, nil, 0, Int32(timeoutMillis), nil)
+    }
+
+    /// Sets or clears TCP_CORK on every open connection of this multi: while corked, the frames
+    /// libcurl writes (one TLS record per HEADERS or DATA frame) queue up and leave in full segments
+    /// when uncorked. Callers always uncork before waiting.
+    func cork(_ on: Bool) {
+        if let sockets { _ = cpush_socket_set_cork(sockets, on ? 1 : 0) }
+    }
+
+    /// Open connections (sockets) of this multi.
+    var openSockets: Int {
+        sockets.map { Int(cpush_socket_set_count($0)) } ?? 0
     }
 
     /// Next finished transfer: its raw easy pointer (for identity only) and result code.

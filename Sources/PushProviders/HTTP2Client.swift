@@ -12,6 +12,13 @@ internal import CCurl
 /// (libcurl 7.88 runs HTTP/2 PING upkeep only for connections owned by an easy handle, not by a multi
 /// handle, so no PING is sent between batches; APNs' `IdleTimeout` is avoided by the idle limit.)
 ///
+/// Cost per request (issue 18, docs/bench.md): a batch goes out in chunks that fit the connections'
+/// stream limit (`maxStreamsPerConnection` per connection, `maxHostConnections` connections per
+/// host): at most that many requests of a host are handed to libcurl at a time, the next starting as
+/// soon as one ends, so libcurl never queues transfers of its own (its per-wake-up work grows with
+/// every transfer it holds). Easy handles are kept and reused, and the frames of the requests started
+/// together are written under TCP_CORK so that they leave in full segments.
+///
 /// Thread-safe: concurrent `perform` calls are serialized by a lock.
 public final class HTTP2Client: @unchecked Sendable {
     /// Connection and safety limits; every field has a production default.
@@ -19,13 +26,15 @@ public final class HTTP2Client: @unchecked Sendable {
         /// PEM file of trusted CAs (CURLOPT_CAINFO); nil = the system store. Verification is never disabled.
         public var caFile: String?
         /// Connections per host (CURLMOPT_MAX_HOST_CONNECTIONS). Default 1: one HTTP/2 connection carries
-        /// up to the server's stream limit (about 1000 on APNs); requests beyond it wait for a free stream.
-        /// A second connection starts with a burst before the server's SETTINGS arrive, which a strict
-        /// server refuses (REFUSED_STREAM; libcurl then retries on a fresh connection).
+        /// up to the server's stream limit (about 1000 on APNs). Each extra connection is opened by one
+        /// request alone and filled only once that request was answered (the warm-up, see `perform`).
         public var maxHostConnections: Int = 1
         /// Connections overall, all hosts (CURLMOPT_MAX_TOTAL_CONNECTIONS, also the idle cache size). Default 8.
         public var maxTotalConnections: Int = 8
-        /// Streams per connection we open at most (CURLMOPT_MAX_CONCURRENT_STREAMS); the server's SETTINGS also apply. Default 100.
+        /// Streams per connection we open at most (CURLMOPT_MAX_CONCURRENT_STREAMS), and the chunk size:
+        /// a host never has more than `maxStreamsPerConnection × connections` requests in libcurl's
+        /// hands. The server's SETTINGS_MAX_CONCURRENT_STREAMS also applies (libcurl holds a request
+        /// back when the server allows fewer streams). Default 100.
         public var maxStreamsPerConnection: Int = 100
         /// Connection setup limit in milliseconds (CURLOPT_CONNECTTIMEOUT_MS), capped by each request's deadline. Default 5000.
         public var connectTimeoutMillis: Int = 5_000
@@ -41,23 +50,45 @@ public final class HTTP2Client: @unchecked Sendable {
         public var warmUpMillis: Int = 1_000
         /// Largest response body kept, in bytes; the rest is read and dropped. Default 64 KiB.
         public var maxResponseBodyBytes: Int = 64 * 1024
+        /// Write the frames of requests started together under TCP_CORK (see `HTTP2Client`). Default true.
+        public var corkWrites: Bool = true
         /// Open a new connection for every request and close it after (CURLOPT_FRESH_CONNECT,
-        /// CURLOPT_FORBID_REUSE). Default false. For requests that must never be written twice
-        /// (an SMS): on a reused connection that the server closed as the request went out, libcurl
-        /// writes the request again on a new one, which only the sender can know to be unsafe.
+        /// CURLOPT_FORBID_REUSE); a host then has up to `maxHostConnections` requests in flight, with
+        /// no warm-up. Default false. For requests that must never be written twice (an SMS): on a
+        /// reused connection that the server closed as the request went out, libcurl writes the
+        /// request again on a new one, which only the sender can know to be unsafe.
         public var freshConnectionPerRequest: Bool = false
 
         /// Defaults, with an optional CA file (tests pass their fake CA).
         public init(caFile: String? = nil) { self.caFile = caFile }
     }
 
+    /// Counters since the client was created (for tests and `pushfleet bench`).
+    public struct Statistics: Sendable, Equatable {
+        /// Requests handed to `perform`.
+        public var requests = 0
+        /// Transfers handed to libcurl (one per request that could be set up).
+        public var transfersStarted = 0
+        /// Easy handles created; the rest of the transfers reused one.
+        public var handlesCreated = 0
+        /// Times the client waited for socket activity (`curl_multi_poll` calls).
+        public var waits = 0
+        /// Connections opened (CURLINFO_NUM_CONNECTS summed).
+        public var connectionsOpened = 0
+        /// Most transfers of one host in libcurl's hands at once.
+        public var maxInFlightPerHost = 0
+    }
+
     /// Limits in force.
     public let configuration: Configuration
     private let multi: CurlMulti
     private let lock = NSLock()
-    private var openedConnections = 0
-    /// Per host: until when (monotonic ms) a connection is believed open and past its first request.
-    private var warmUntil: [String: UInt64] = [:]
+    private var stats = Statistics()
+    /// Easy handles not in use (reused by the next transfers).
+    private var idleHandles: [CurlEasy] = []
+    /// Per host: until when (monotonic ms) its connections are believed open and past their first
+    /// request, and how many (each was warmed up by a request of its own).
+    private var warm: [String: (until: UInt64, connections: Int)] = [:]
 
     private init(configuration: Configuration, multi: CurlMulti) {
         self.configuration = configuration
@@ -78,106 +109,266 @@ public final class HTTP2Client: @unchecked Sendable {
     }
 
     /// Number of connections this client has opened since it was created (CURLINFO_NUM_CONNECTS summed).
-    public var connectionsOpened: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return openedConnections
-    }
+    public var connectionsOpened: Int { lock.withLock { stats.connectionsOpened } }
+
+    /// Counters since creation.
+    public var statistics: Statistics { lock.withLock { stats } }
 
     /// Sends all `requests` concurrently and waits for each to end.
     ///
-    /// Warm-up (Apple's "Sending notification requests to APNs"): a server may allow a single stream on
-    /// a new connection until it has seen a valid request, and libcurl assumes 100 streams until the
-    /// server's SETTINGS arrive. So for a host without a recently used connection, the first request
-    /// goes alone; the host's other requests start when it finishes or after `warmUpMillis`, whichever
-    /// comes first (their own deadlines count from then).
+    /// Chunks and warm-up (Apple's "Sending notification requests to APNs"): a host gets at most `maxStreamsPerConnection` requests
+    /// in flight per warm connection; the next request starts when one ends. A server may allow a
+    /// single stream on a new connection until it has seen a valid request (APNs), and libcurl assumes
+    /// 100 streams until the server's SETTINGS arrive, so a connection is opened by one request alone:
+    /// for a host without a recently used connection, the first request goes alone and the others
+    /// start when it ends or after `warmUpMillis`, whichever comes first (their own deadlines count
+    /// from then); with `maxHostConnections > 1`, a host whose connections are all full gets one more
+    /// request, which opens the next connection, and its chunk follows once that request was answered.
     /// - Returns: one outcome per request, in the same order. Never throws: a request libcurl
     ///   refuses to set up comes back as `.notSent`.
     public func perform(_ requests: [HTTPRequest]) -> [HTTPOutcome] {
         lock.lock()
         defer { lock.unlock() }
-        var outcomes = [HTTPOutcome?](repeating: nil, count: requests.count)
+        stats.requests += requests.count
+        var run = Batch(client: self, requests: requests)
+        run.start()
+        return run.finish()
+    }
+
+    // MARK: - One batch
+
+    /// The state of one `perform` call (requests per host, transfers in flight, outcomes).
+    private struct Batch {
+        let client: HTTP2Client
+        let requests: [HTTPRequest]
+        var outcomes: [HTTPOutcome?]
+        var hosts: [HostState] = []
+        var hostOf: [Int]
         var active: [UnsafeMutableRawPointer: (index: Int, easy: CurlEasy)] = [:]
-        let now = Self.monotonicMillis()
-        let hosts = requests.map { Self.hostKey($0.url) }
-        var deferred: [String: [Int]] = [:]   // cold host -> requests waiting for its warm-up request
-        var warmUps: [Int: String] = [:]      // warm-up request index -> host
-        // With a connection per request there is nothing to warm up.
-        for (i, host) in hosts.enumerated() where !configuration.freshConnectionPerRequest && (warmUntil[host] ?? 0) <= now {
-            if deferred[host] == nil {
-                deferred[host] = []
-                warmUps[i] = host
-            } else {
-                deferred[host, default: []].append(i)
+        var startedSinceWrite = false
+        let releaseAt: UInt64
+        let giveUpAt: UInt64
+
+        /// One host's queue: requests not started yet (in order), transfers in flight, connections.
+        struct HostState {
+            var key: String
+            var pending: [Int] = []
+            var next = 0
+            var inFlight = 0
+            /// Warm connections we may fill; 0 while the first request is out alone.
+            var connections: Int
+            /// Index of the request opening a connection (alone), if one is out.
+            var opener: Int?
+            /// The first request ended or `warmUpMillis` passed: a cold host gets a full chunk.
+            var released = false
+        }
+
+        init(client: HTTP2Client, requests: [HTTPRequest]) {
+            self.client = client
+            self.requests = requests
+            outcomes = [HTTPOutcome?](repeating: nil, count: requests.count)
+            hostOf = [Int](repeating: 0, count: requests.count)
+            let now = HTTP2Client.monotonicMillis()
+            var slot: [String: Int] = [:]
+            for (i, request) in requests.enumerated() {
+                let key = HTTP2Client.hostKey(request.url)
+                if let h = slot[key] {
+                    hostOf[i] = h
+                } else {
+                    let known = client.warm[key]
+                    let connections = known.map { $0.until > now ? $0.connections : 0 } ?? 0
+                    slot[key] = hosts.count
+                    hostOf[i] = hosts.count
+                    hosts.append(HostState(key: key, connections: connections))
+                }
+                hosts[hostOf[i]].pending.append(i)
+            }
+            releaseAt = now + UInt64(max(0, client.configuration.warmUpMillis))
+            // Safety net beyond libcurl's own per-request timers.
+            giveUpAt = releaseAt + UInt64((requests.map(\.timeoutMillis).max() ?? 0) + 5_000)
+        }
+
+        /// Requests of host `h` allowed in flight now.
+        func window(_ h: Int) -> Int {
+            if client.configuration.freshConnectionPerRequest { return max(1, client.configuration.maxHostConnections) }
+            let perConnection = max(1, client.configuration.maxStreamsPerConnection)
+            let host = hosts[h]
+            if host.connections == 0 { return host.released ? perConnection : 1 }
+            return perConnection * host.connections
+        }
+
+        mutating func start() {
+            for h in hosts.indices { refill(h) }
+        }
+
+        /// Starts host `h`'s next requests while its window allows; opens one more connection when
+        /// the host's connections are full, requests are waiting and the host may have more.
+        mutating func refill(_ h: Int) {
+            while hosts[h].next < hosts[h].pending.count, hosts[h].inFlight < window(h) {
+                let i = hosts[h].pending[hosts[h].next]
+                hosts[h].next += 1
+                if hosts[h].connections == 0 && !hosts[h].released { hosts[h].opener = i }
+                launch(i, h)
+            }
+            let host = hosts[h]
+            let full = host.connections > 0 && host.inFlight >= window(h)
+            if full, host.opener == nil, host.next < host.pending.count,
+               host.connections < max(1, client.configuration.maxHostConnections) {
+                let i = host.pending[host.next]
+                hosts[h].next += 1
+                hosts[h].opener = i
+                launch(i, h)
             }
         }
-        let deferredSet = Set(deferred.values.joined())
-        func start(_ i: Int) {
+
+        mutating func launch(_ i: Int, _ h: Int) {
             do {
-                let easy = try CurlEasy.make(for: requests[i], config: configuration)
-                try multi.add(easy)
-                active[easy.withUnsafeHandle { $0 }] = (i, easy)
+                let easy = try client.checkOutHandle()
+                do {
+                    try easy.prepare(requests[i])
+                    try client.multi.add(easy)
+                } catch {
+                    client.checkIn(easy)
+                    throw error
+                }
+                active[easy.key] = (i, easy)
+                hosts[h].inFlight += 1
+                client.stats.transfersStarted += 1
+                client.stats.maxInFlightPerHost = max(client.stats.maxInFlightPerHost, hosts[h].inFlight)
+                startedSinceWrite = true
             } catch {
                 outcomes[i] = .notSent("\(error)")
             }
         }
-        func release(_ host: String) {
-            deferred.removeValue(forKey: host)?.forEach(start)
-        }
-        requests.indices.filter { !deferredSet.contains($0) }.forEach(start)
-        let releaseAll = now + UInt64(max(0, configuration.warmUpMillis))
-        // Safety net beyond libcurl's own per-request timers.
-        let giveUp = releaseAll + UInt64((requests.map(\.timeoutMillis).max() ?? 0) + 5_000)
-        while !active.isEmpty || !deferred.isEmpty {
-            let running = multi.perform()
-            while let done = multi.nextFinished() {
-                guard let entry = active.removeValue(forKey: done.easy) else { continue }
-                let outcome = finish(entry.easy, result: done.result)
-                outcomes[entry.index] = outcome
-                let host = hosts[entry.index]
-                if case .response = outcome {
-                    warmUntil[host] = Self.monotonicMillis() + UInt64(max(0, configuration.maxIdleSeconds - 1)) * 1000
+
+        var unfinished: Bool { !active.isEmpty || hosts.contains { $0.next < $0.pending.count } }
+
+        mutating func finish() -> [HTTPOutcome] {
+            var released = false
+            var spins = 0  // performs in a row without a wait (bounded: never a busy loop)
+            while unfinished {
+                // Corked on every round with several transfers: libcurl writes a stream's HEADERS when
+                // it starts and its DATA on a later round, so later rounds write as much as the first.
+                // A lone transfer writes one or two small frames a round: two setsockopt calls a round
+                // would cost it more than the segment they save.
+                if client.configuration.corkWrites && active.count > 1 {
+                    client.multi.cork(true)
+                    _ = client.multi.perform()
+                    client.multi.cork(false)
                 } else {
-                    warmUntil[host] = nil
+                    _ = client.multi.perform()
                 }
-                if let warmed = warmUps.removeValue(forKey: entry.index) { release(warmed) }
-            }
-            let clock = Self.monotonicMillis()
-            if clock >= releaseAll { deferred.keys.forEach(release) }
-            if active.isEmpty && deferred.isEmpty { break }
-            if clock > giveUp {
-                for (_, entry) in active {
-                    multi.remove(entry.easy)
-                    outcomes[entry.index] = .timeout("deadline passed without an answer")
+                startedSinceWrite = false
+                while let done = client.multi.nextFinished() {
+                    guard let entry = active.removeValue(forKey: done.easy) else { continue }
+                    complete(entry.index, entry.easy, result: done.result)
                 }
-                active.removeAll()
-                break
+                let clock = HTTP2Client.monotonicMillis()
+                if !released && clock >= releaseAt {
+                    released = true
+                    for h in hosts.indices where !hosts[h].released {
+                        hosts[h].released = true
+                        refill(h)
+                    }
+                }
+                if !unfinished { break }
+                if clock > giveUpAt {
+                    for (_, entry) in active {
+                        client.multi.remove(entry.easy)
+                        client.checkIn(entry.easy)
+                        outcomes[entry.index] = .timeout("deadline passed without an answer")
+                    }
+                    active.removeAll()
+                    break
+                }
+                if startedSinceWrite { continue }  // send what was just started before waiting
+                // A transfer that read its last frame ends on the next perform: libcurl asks for it
+                // with a zero timeout, and a poll would only return at once.
+                if spins < 2, client.multi.timeoutMillis() == 0 {
+                    spins += 1
+                    continue
+                }
+                spins = 0
+                client.stats.waits += 1
+                client.multi.poll(timeoutMillis: 20)
             }
-            if running > 0 || !active.isEmpty { multi.poll(timeoutMillis: 20) }
+            return outcomes.map { $0 ?? .notSent("not started") }
         }
-        return outcomes.map { $0 ?? .notSent("not started") }
+
+        mutating func complete(_ i: Int, _ easy: CurlEasy, result: CURLcode) {
+            let opened = easy.newConnections
+            client.stats.connectionsOpened += opened
+            let outcome = HTTP2Client.classify(result, easy: easy)
+            client.multi.remove(easy)
+            client.checkIn(easy)
+            outcomes[i] = outcome
+            let h = hostOf[i]
+            hosts[h].inFlight -= 1
+            let key = hosts[h].key
+            let idle = UInt64(max(0, client.configuration.maxIdleSeconds - 1)) * 1000
+            if case .response = outcome {
+                if hosts[h].connections == 0 {
+                    hosts[h].connections = 1
+                } else if hosts[h].opener == i && opened > 0 {
+                    hosts[h].connections += 1  // it opened the next connection: fill it too
+                }
+                client.warm[key] = (HTTP2Client.monotonicMillis() + idle, hosts[h].connections)
+            } else {
+                // The connection may be gone: the next batch starts with one request alone; this one
+                // goes on with full chunks (probing one request at a time would serialize failures).
+                hosts[h].connections = 0
+                client.warm[key] = nil
+            }
+            if hosts[h].opener == i { hosts[h].opener = nil }
+            hosts[h].released = true
+            refill(h)
+        }
     }
 
-    /// `host:port` of an absolute URL (the pool key for warm-up bookkeeping).
+    // MARK: - Handles
+
+    private func checkOutHandle() throws -> CurlEasy {
+        if let easy = idleHandles.popLast() { return easy }
+        stats.handlesCreated += 1
+        return try CurlEasy.make(config: configuration, sockets: multi.sockets)
+    }
+
+    private func checkIn(_ easy: CurlEasy) {
+        // Keep as many handles as a full batch uses at most; the rest are freed.
+        let keep = max(1, configuration.maxStreamsPerConnection) * max(1, configuration.maxHostConnections) + 1
+        if idleHandles.count < keep { idleHandles.append(easy) }
+    }
+
+    // MARK: - Helpers
+
+    /// `scheme://authority` of an absolute URL, as written (the key for chunks and warm-up
+    /// bookkeeping only; libcurl parses the URL itself). The whole text when it has no `://`.
     static func hostKey(_ url: String) -> String {
-        guard let parsed = URL(string: url) else { return url }
-        return "\(parsed.host ?? ""):\(parsed.port ?? (parsed.scheme == "http" ? 80 : 443))"
+        let utf8 = url.utf8
+        var i = utf8.startIndex
+        var colons = 0
+        while i != utf8.endIndex {
+            let byte = utf8[i]
+            if colons == 0 {
+                if byte == UInt8(ascii: ":") { colons = 1 }
+            } else if colons < 3 {
+                guard byte == UInt8(ascii: "/") else { return url }
+                colons += 1
+            } else if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+                return String(url[..<i])
+            }
+            i = utf8.index(after: i)
+        }
+        return url
     }
 
-    private static func monotonicMillis() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
-
-    private func finish(_ easy: CurlEasy, result: CURLcode) -> HTTPOutcome {
-        openedConnections += easy.newConnections
-        let outcome = Self.classify(result, easy: easy)
-        multi.remove(easy)
-        return outcome
-    }
+    fileprivate static func monotonicMillis() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
 
     /// Maps a finished transfer to an outcome (a reset, refused stream or GOAWAY is retryable on a new
     /// connection).
-    private static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
+    fileprivate static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
         if result == CURLE_OK {
-            return .response(HTTPResponse(status: easy.status, headers: easy.headers, body: easy.body,
+            return .response(HTTPResponse(status: easy.status, headers: easy.responseHeaders(), body: easy.body,
                                           bodyTruncated: easy.bodyTruncated, httpVersion: easy.httpVersion))
         }
         let text = easy.errorText(result)

@@ -65,6 +65,36 @@ public enum ProviderBenchmark {
         return (multiplexed, sequential)
     }
 
+    /// Runs every batch size of `batchSizes` `rounds` times, interleaved (round 1 of every size, then
+    /// round 2, ...) so that a change in the machine's load spreads over all sizes; each run sends
+    /// `requestsPerRun` requests (`requestsPerRun(size)`).
+    /// - Returns: per batch size, its runs in order (take the median of `cpuMicrosPerRequest`).
+    public static func sweep(provider: PushProvider, batchSizes: [Int], rounds: Int,
+                             requestsPerRun: (Int) -> Int, connections: () -> Int = { 0 },
+                             makeRequest: (Int) -> ProviderRequest) -> [Int: [Result]] {
+        var results: [Int: [Result]] = [:]
+        var next = 0
+        for _ in 0..<max(1, rounds) {
+            for size in batchSizes {
+                let count = requestsPerRun(size), first = next
+                next += count
+                let r = run(provider: provider, count: count, batchSize: size, connections: connections) {
+                    makeRequest(first + $0)
+                }
+                results[size, default: []].append(r)
+            }
+        }
+        return results
+    }
+
+    /// Median of `values` (the mean of the two middle ones for an even count); 0 for none.
+    public static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let mid = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+    }
+
     /// User + system CPU of this process so far, in microseconds.
     public static func processCPUMicros() -> Double {
         var usage = rusage()

@@ -33,7 +33,8 @@ public final class TwilioClient: SMSProvider, @unchecked Sendable {
         public var baseURL: String = "https://api.twilio.com"
         /// Per-request deadline in milliseconds, from the start of the transfer. Default 10 000.
         public var requestTimeoutMillis: Int = 10_000
-        /// Connection settings (CA file); `freshConnectionPerRequest` is always set.
+        /// Connection settings (CA file); `freshConnectionPerRequest` is always set, and at least 4
+        /// requests (connections) of a batch are in flight at once.
         public var http: HTTP2Client.Configuration = HTTP2Client.Configuration()
 
         /// A configuration; the other fields keep their defaults.
@@ -60,6 +61,7 @@ public final class TwilioClient: SMSProvider, @unchecked Sendable {
     public static func make(configuration: Configuration) throws -> TwilioClient {
         var http = configuration.http
         http.freshConnectionPerRequest = true
+        http.maxHostConnections = max(http.maxHostConnections, 4)
         return TwilioClient(configuration: configuration, http: try HTTP2Client.make(configuration: http))
     }
 

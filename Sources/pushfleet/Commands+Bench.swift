@@ -14,9 +14,8 @@ import PushProviders
 ///   variable-base `EC_POINT_mul`) and `sealMicroseconds`, both in thread-CPU µs.
 /// - `bench plan [--iterations N]`: PushCore planning plus the final request body per delivery,
 ///   plaintext and encrypted (seal included), thread-CPU µs.
-/// - `bench apns --url U --ca-file F --key-file P8 --team-id T --key-id K --topic X [--count N]`:
-///   `ProviderBenchmark.compare` against the fake APNs: process CPU per request, multiplexed and
-///   one at a time.
+/// - `bench apns ...` and `bench fcm ...`: the provider clients' CPU per request against a fake
+///   (`Commands+BenchProviders.swift`).
 enum BenchCommands {
     static func run(_ sub: String, _ args: Arguments, _ out: Output) throws {
         switch sub {
@@ -24,7 +23,8 @@ enum BenchCommands {
         case "floor": try floor(args, out)
         case "plan": try plan(args, out)
         case "apns": try apns(args, out)
-        default: throw CLIError.usage("bench \(sub.prefix(20)): unknown; use seal, floor, plan or apns")
+        case "fcm": try fcm(args, out)
+        default: throw CLIError.usage("bench \(sub.prefix(20)): unknown; use seal, floor, plan, apns or fcm")
         }
     }
 
@@ -32,7 +32,10 @@ enum BenchCommands {
         Usage: pushfleet bench seal --seconds S [--threads N|all] [--json]
                pushfleet bench floor [--iterations N] [--json]
                pushfleet bench plan [--iterations N] [--json]
-               pushfleet bench apns --url URL --ca-file CA --key-file P8 --team-id T --key-id K --topic X [--count N] [--json]
+               pushfleet bench apns --url URL --ca-file CA --key-file P8 --team-id T --key-id K --topic X
+                                    [--batch-sizes 1,100,500] [--count N] [--rounds R] [--json]
+               pushfleet bench fcm --url URL --ca-file CA --sa-key-file PEM --client-email E --project-id P
+                                   [--batch-sizes 1,100,500] [--count N] [--rounds R] [--json]
         Measurements for scripts/bench (CPU microseconds; see docs/bench.md).
         """
 
@@ -127,38 +130,6 @@ enum BenchCommands {
         let plainUs = try measure(plain, iterations)
         let sealedUs = try measure(sealedDevice, max(1, iterations / 10))
         let fields = ["plaintext_us": fmt(plainUs), "encrypted_us": fmt(sealedUs), "bytes_checksum": String(sink)]
-        out.emit(KV(fields: fields)) { text(fields) }
-    }
-
-    // MARK: - apns
-
-    static func apns(_ args: Arguments, _ out: Output) throws {
-        let count = max(1, try args.int("count") ?? 2000)
-        var config = APNsClient.Configuration(teamId: try args.required("team-id"), keyId: try args.required("key-id"),
-                                              topic: try args.required("topic"))
-        config.productionBaseURL = try args.required("url")
-        config.sandboxBaseURL = config.productionBaseURL
-        config.http = HTTP2Client.Configuration(caFile: try args.required("ca-file"))
-        let pem = try String(contentsOfFile: try args.required("key-file"), encoding: .utf8)
-        let client = try APNsClient.make(configuration: config, privateKeyPEM: pem)
-        let payload = Array(#"{"aps":{"alert":{"title":"Your order shipped","body":"Order 1234 is on its way"},"badge":1},"order":"1234"}"#.utf8)
-        let make = { (i: Int) in
-            ProviderRequest(deliveryId: Int64(i), deviceToken: String(format: "%064x", i), payload: payload,
-                            expirationUnixSeconds: 0, apnsId: UUID().uuidString.lowercased())
-        }
-        // Warm-up: connection, TLS handshake and the JWT are not per-delivery costs.
-        _ = ProviderBenchmark.run(provider: client, count: 20, batchSize: 20, makeRequest: make)
-        let batch = max(1, try args.int("batch-size") ?? 100)
-        let r = ProviderBenchmark.compare(provider: client, count: count, batchSize: batch,
-                                          connections: { client.http.connectionsOpened }, makeRequest: make)
-        let fields = ["requests": String(count), "batch_size": String(batch),
-                      "multiplexed_ok": String(r.multiplexed.succeeded),
-                      "multiplexed_cpu_us": fmt(r.multiplexed.cpuMicrosPerRequest),
-                      "multiplexed_wall_ms": fmt(r.multiplexed.wallMillis),
-                      "sequential_ok": String(r.sequential.succeeded),
-                      "sequential_cpu_us": fmt(r.sequential.cpuMicrosPerRequest),
-                      "sequential_wall_ms": fmt(r.sequential.wallMillis),
-                      "connections_opened": String(r.multiplexed.connectionsOpened + r.sequential.connectionsOpened)]
         out.emit(KV(fields: fields)) { text(fields) }
     }
 

@@ -30,7 +30,7 @@ final class APNsClientTests: XCTestCase {
     }
 
     private func client(production: FakeProviderServer, sandbox: FakeProviderServer? = nil, topic: String = topic,
-                        timeoutMillis: Int = 10_000, hostConnections: Int = 1,
+                        timeoutMillis: Int = 10_000, hostConnections: Int = 1, streamsPerConnection: Int = 100,
                         clock: ProviderClock = SystemProviderClock(),
                         tokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
                         refreshSeconds: Int64? = nil) throws -> APNsClient {
@@ -41,6 +41,7 @@ final class APNsClientTests: XCTestCase {
         config.requestTimeoutMillis = timeoutMillis
         config.http = HTTP2Client.Configuration(caFile: try FakeMaterial.file("ca.pem"))
         config.http.maxHostConnections = hostConnections
+        config.http.maxStreamsPerConnection = streamsPerConnection
         return try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_key.p8"),
                                    tokenCache: tokenCache, clock: clock)
     }
@@ -74,6 +75,50 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(fake.log("connection").count, 1, "one connection, reused across batches")
         XCTAssertEqual(fake.log("refused").count, 0, "one request first on the new connection, then the fan-out")
         XCTAssertEqual(apns.http.connectionsOpened, 1)
+    }
+
+    func testABatchLargerThanAChunkSpreadsOverConnectionsEachOpenedByOneRequest() throws {
+        // Issue 18: chunks of the stream limit on several connections; APNs allows one stream on a
+        // new connection until a valid token was seen, so each connection starts with one request.
+        let fake = try startFake(["--max-streams", "1000"])
+        let apns = try client(production: fake, hostConnections: 3, streamsPerConnection: 20)
+        let batch = (0..<150).map { push(String(format: "c%063x", $0), id: Int64($0)) }
+        let answers = apns.send(batch)
+        XCTAssertEqual(answers.map(\.httpStatus), [Int?](repeating: 200, count: 150), "\(answers.compactMap(\.rawDetail))")
+        XCTAssertEqual(fake.log("connection").count, 3, "three connections for a batch of 150 in chunks of 20")
+        XCTAssertEqual(fake.log("refused").count, 0, "no connection got a burst before its first answer")
+        let most = apns.http.statistics.maxInFlightPerHost
+        XCTAssertGreaterThan(most, 40, "the third connection carried requests while the first two were full")
+        XCTAssertLessThanOrEqual(most, 60, "never more than 3 connections x 20 streams")
+        let ids = fake.log("push").compactMap { $0["apns_id"] as? String }
+        XCTAssertEqual(ids.count, 150)
+        XCTAssertEqual(Set(ids), Set(batch.map(\.apnsId)), "every push reached the fake exactly once")
+        XCTAssertEqual(apns.send((0..<60).map { push("d\($0)") }).filter { $0.httpStatus == 200 }.count, 60)
+        XCTAssertEqual(fake.log("connection").count, 3, "the next batch reuses the three warm connections")
+    }
+
+    func testAGoawayInTheMiddleOfABatchLosesNoAnswerAndTheRestIsSentOnce() throws {
+        // RFC 9113 §6.8: streams above GOAWAY's last-stream-id are refused (libcurl sends them again on
+        // a new connection); the GOAWAY'd one is a connection error the worker retries (RetryPolicy).
+        let fake = try startFake()
+        let apns = try client(production: fake)
+        XCTAssertEqual(apns.send([push("warm")]).first?.httpStatus, 200)
+        var batch = (0..<40).map { push("g-ok-\($0)", id: Int64($0)) }
+        batch.insert(push("goaway-mid", id: 99), at: 20)
+        let answers = apns.send(batch)
+        XCTAssertEqual(answers.count, 41)
+        XCTAssertEqual(answers[20].transport, .connectionError, "GOAWAY without an answer: retryable")
+        var failed: [ProviderRequest] = []
+        for (request, answer) in zip(batch, answers) where request.deviceToken != "goaway-mid" {
+            if answer.httpStatus == 200 { continue }
+            XCTAssertEqual(answer.transport, .connectionError, "\(request.deviceToken): \(answer)")
+            failed.append(request)
+        }
+        XCTAssertEqual(apns.send(failed).filter { $0.httpStatus == 200 }.count, failed.count, "the rest go through after")
+        let ids = fake.log("push").compactMap { $0["apns_id"] as? String }
+        let okIDs = batch.filter { $0.deviceToken != "goaway-mid" }.map(\.apnsId)
+        XCTAssertEqual(ids.filter { okIDs.contains($0) }.count, 40, "each push accepted once: none lost, none twice")
+        XCTAssertEqual(Set(ids).isSuperset(of: okIDs), true)
     }
 
     func testHeadersCarryTopicPushTypePriorityExpirationAndCollapseIdOnlyWhenSet() throws {

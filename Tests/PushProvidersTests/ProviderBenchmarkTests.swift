@@ -32,4 +32,28 @@ final class ProviderBenchmarkTests: XCTestCase {
         }
         XCTAssertEqual(fake.log("push").count, 2 * count)
     }
+
+    func testSweepInterleavesBatchSizesAndTheMedianIsTheMiddleRun() {
+        final class Recorder: PushProvider, @unchecked Sendable {
+            var batches: [Int] = []
+            var ids: [Int64] = []
+            func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {
+                batches.append(batch.count)
+                ids += batch.map(\.deliveryId)
+                return batch.map { _ in ProviderAnswer(transport: .response, httpStatus: 200) }
+            }
+        }
+        let recorder = Recorder()
+        let results = ProviderBenchmark.sweep(provider: recorder, batchSizes: [1, 3], rounds: 2,
+                                              requestsPerRun: { $0 == 1 ? 2 : 6 }) { i in
+            ProviderRequest(deliveryId: Int64(i), deviceToken: "t\(i)", payload: [], apnsId: "")
+        }
+        XCTAssertEqual(recorder.batches, [1, 1, 3, 3, 1, 1, 3, 3], "round 1 of every size, then round 2")
+        XCTAssertEqual(recorder.ids, (0..<16).map(Int64.init), "every request distinct")
+        XCTAssertEqual(results[1]?.map(\.requests), [2, 2])
+        XCTAssertEqual(results[3]?.map(\.succeeded), [6, 6])
+        XCTAssertEqual(ProviderBenchmark.median([5, 1, 3]), 3)
+        XCTAssertEqual(ProviderBenchmark.median([4, 1, 3, 2]), 2.5)
+        XCTAssertEqual(ProviderBenchmark.median([]), 0)
+    }
 }

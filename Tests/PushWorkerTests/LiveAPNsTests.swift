@@ -182,6 +182,43 @@ final class LiveAPNsTests: LiveTestCase {
         XCTAssertEqual(try ledger(n, d.id), ["charge"])
     }
 
+    func testResetStreamAndGoawayAreRetriedThenSentWithTheSameApnsIDAndNoOtherDeliveryIsLost() throws {
+        // Issue 18: "GOAWAY and resets retried as today", in one batch with 30 healthy devices.
+        try setAPNs()
+        var users = ["u-reset", "u-goaway"]
+        let reset = try device("reset", user: "u-reset", n: 0), goaway = try device("goaway", user: "u-goaway", n: 1)
+        var healthy: [UUID] = []
+        for i in 0..<30 {
+            users.append("u\(i)")
+            healthy.append(try device("ok", user: "u\(i)", n: 10 + i).id)
+        }
+        let n = try send(users: users)
+        try drain(rounds: 1)  // one claim: all 32 devices in one batch; a retry due soon is not taken
+        let first = try report(n).deliveries
+        XCTAssertEqual(first.count, 32)
+        for d in [reset.id, goaway.id] {
+            let del = try delivery(n, d)
+            XCTAssertEqual(del.status, "retrying", "RST_STREAM / GOAWAY: transport failure, transient")
+            XCTAssertEqual(del.attempts, 1)
+        }
+        // Healthy devices: sent now, or (if caught by the GOAWAY) retrying; never failed or missing.
+        XCTAssertTrue(healthy.allSatisfy { id in first.contains { $0.deviceID == id && ["sent", "retrying"].contains($0.status) } })
+        for d in [reset, goaway] {
+            _ = try conn.exec("UPDATE push_devices SET token = $2::text WHERE id = $1::uuid", [.uuid(d.id), .text("ok-\(tag)-\(d.token)")])
+        }
+        for _ in 0..<3 {
+            guard try report(n).deliveries.contains(where: { $0.status == "retrying" }) else { break }
+            try dueNow()
+            try drain()
+        }
+        let final = try report(n).deliveries
+        XCTAssertEqual(final.filter { $0.status == "sent" }.count, 32, "\(final.map(\.status))")
+        let logged = pushes(fakes.apns).compactMap { $0["apns_id"] as? String }
+        XCTAssertEqual(logged.count, 32, "each delivery accepted exactly once")
+        XCTAssertEqual(Set(logged), Set(final.map { $0.apnsID.uuidString.lowercased() }))
+        XCTAssertEqual(try delivery(n, reset.id).apnsID, try XCTUnwrap(first.first { $0.deviceID == reset.id }).apnsID)
+    }
+
     func testHangingRequestTimesOutAndIsRetriedWithSameApnsID() throws {
         try makeWorker(apnsTimeoutMillis: 800)
         try setAPNs()

@@ -14,11 +14,12 @@ import sys
 import tempfile
 import time
 
+import providers
 from table import pct, write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-URL = os.environ["DATABASE_URL"]
+URL = os.environ.get("DATABASE_URL", "")  # not needed by --only providers
 VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
 TMP = tempfile.mkdtemp(prefix="pushfleet-bench-")
 COMMIT_EVERY = 1000
@@ -328,25 +329,13 @@ def bench_cmd(binary, *args):
     return {k: float(v) for k, v in json.loads(r.stdout).items()}
 
 
-def apns_bench(binary, count):
-    d = f"{TMP}/fakes"
-    subprocess.run([VENV_PY, f"{REPO}/scripts/fakes/mkcerts.py", d], check=True, capture_output=True)
-    port_file = f"{d}/apns.port"
-    fake = subprocess.Popen([VENV_PY, f"{REPO}/scripts/fakes/fake_apns.py", "--cert", f"{d}/server.pem",
-                             "--key", f"{d}/server.key", "--public-key", f"{d}/apns_pub.pem", "--team-id", "TEAM123456",
-                             "--key-id", "KEY1234567", "--topic", "com.example.bench", "--max-streams", "1000",
-                             "--port-file", port_file], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 15
-        while time.time() < deadline and not (os.path.exists(port_file) and open(port_file).read().strip()):
-            time.sleep(0.1)
-        port = open(port_file).read().strip()
-        return bench_cmd(binary, "apns", "--url", f"https://127.0.0.1:{port}", "--ca-file", f"{d}/ca.pem",
-                         "--key-file", f"{d}/apns_key.p8", "--team-id", "TEAM123456", "--key-id", "KEY1234567",
-                         "--topic", "com.example.bench", "--count", str(count))
-    finally:
-        fake.terminate()
-        fake.wait(timeout=30)
+def provider_bench(a, scale):
+    """APNs / FCM client CPU per request (scripts/bench_lib/providers.py)."""
+    subprocess.run([VENV_PY, f"{REPO}/scripts/fakes/mkcerts.py", f"{TMP}/fakes"], check=True, capture_output=True)
+    count = max(500, int(2000 * min(1, scale * 2)))
+    return providers.run(a.binary, TMP, log, rounds=a.provider_rounds, count=count,
+                         baseline_binary=a.baseline_binary or None, prototype_exe=a.prototype or None,
+                         perf=bool(a.perf))
 
 
 def pyhpke(seconds, threads):
@@ -365,7 +354,12 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness"], help="run one phase, print its figures, write no table")
+    ap.add_argument("--only", choices=["fairness", "providers"],
+                    help="run one phase: fairness prints its figures; providers writes its part of --out")
+    ap.add_argument("--baseline-binary", default="", help="pushfleet built from issue 18's starting commit")
+    ap.add_argument("--prototype", default="", help="the nghttp2 prototype executable (h2proto)")
+    ap.add_argument("--perf", action="store_true", help="profile the APNs clients with perf")
+    ap.add_argument("--provider-rounds", type=int, default=5)
     a = ap.parse_args()
     P, s = a.binary, a.scale
     n_single = max(100, int(100_000 * s))          # workload (a): notifications (one user each, 2 devices)
@@ -373,6 +367,13 @@ def main():
     n_split = max(100, int(20_000 * s))            # all-encrypted and all-plaintext variants of (a)
     half = n_single // 2
     res = {}
+    if a.only == "providers":
+        res = provider_bench(a, s)
+        text = "# pushfleet benchmark results: provider clients only\n\n" + providers.markdown(res, a.cmdline)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(text)
+        return
 
     if not a.durable:
         # Measure the workers, not this machine's disk (fdatasync about 2.4 ms here): commits return
@@ -432,7 +433,7 @@ def main():
     res["sealN"] = bench_cmd(P, "seal", "--seconds", str(a.seal_seconds), "--threads", "all")
     res["py1"] = pyhpke(a.seal_seconds, "1")
     res["pyN"] = pyhpke(a.seal_seconds, "all")
-    res["apns"] = apns_bench(P, max(500, int(5000 * min(1, s * 2))))
+    res["providers"] = provider_bench(a, s)
     write_table(res, a, n_single, n_bcast, n_split, BASELINE["cpu_s"])
 
 

@@ -4,6 +4,8 @@ import datetime
 import os
 import statistics
 
+import providers
+
 
 def pct(values, q):
     """Linear-interpolated quantile q of values (nan when empty)."""
@@ -60,10 +62,7 @@ def write_table(r, a, n_single, n_bcast, n_split, baseline_cpu_s):
          verdict(pw["cpu_us_per_delivery"] <= 30)),
         ("Planner + request body alone, plaintext / encrypted (µs CPU)",
          f"{r['plan']['plaintext_us']:.2f} / {r['plan']['encrypted_us']:.1f}", "-", ""),
-        ("Worker CPU per plaintext APNs delivery over HTTP/2, multiplexed (µs)",
-         f"{r['apns']['multiplexed_cpu_us']:.1f}", "≤ 100", verdict(r["apns"]["multiplexed_cpu_us"] <= 100)),
-        ("  same, one request at a time (µs)", f"{r['apns']['sequential_cpu_us']:.1f}", "-", ""),
-    ]
+    ] + providers.rows(r["providers"])
     for size in (50, 500, 2000):
         m, lo, hi, n = rt[size]
         rows.append((f"DB round trips per claim cycle (all its batches), batch size {size} (median, min-max, cycles)",
@@ -122,7 +121,7 @@ def write_table(r, a, n_single, n_bcast, n_split, baseline_cpu_s):
         runs.append(f"- {label}: {x['recorded']:,}, {x['encrypted']:,}, {x['sent']:,}, {x['wall']:.1f}, "
                     f"{x['cpu_s']:.1f}, {x['rss_kb'] / 1024:.0f}, {x['enqueue_s']:.1f}"
                     + (f" — {x['unfinished']} unfinished!" if x["unfinished"] else ""))
-    text = "\n".join(head + body + runs) + "\n"
+    text = "\n".join(head + body + runs) + "\n\n" + providers.markdown(r["providers"], a.cmdline)
     with open(a.out, "w") as f:
         f.write(text)
     print(text)

@@ -6,8 +6,10 @@ a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-
 --max-token-age seconds; `apns-topic` = --topic (else 400 TopicDisallowed); `apns-push-type`;
 `apns-priority` in 10/5/1; numeric `apns-expiration`; `apns-collapse-id` <= 64 bytes; lower-case UUID
 `apns-id`; body 1..4096 bytes (413 PayloadTooLarge above).
-With --initial-streams 1 a new connection allows one stream until a request with a valid token has
-been seen, then --max-streams (as APNs does with token auth); streams beyond the advertised limit get RST_STREAM REFUSED_STREAM.
+As APNs with token auth ("Sending notification requests to APNs"), a new connection allows one stream (--initial-streams, default 1) until
+a request with a valid token has been seen, then --max-streams (default 1000) through a new SETTINGS
+frame; streams beyond the advertised limit get RST_STREAM REFUSED_STREAM. A token's signature is
+verified once (the first time its exact text is seen); its age is checked on every request.
 
 Scenario by device-token prefix (the token in /3/device/<token>):
   unregistered -> 410 Unregistered + timestamp 1700000000000   baddevice   -> 400 BadDeviceToken
@@ -60,6 +62,7 @@ class FakeAPNs:
             self.public_key = serialization.load_pem_public_key(f.read())
         self.args = args
         self.log = log
+        self.verified = {}  # token text -> (iat, signature prefix), for tokens whose signature checked out
         self.expired_conns = set()
         self.barrier = None  # asyncio.Event, made inside the running loop
 
@@ -84,6 +87,9 @@ class FakeAPNs:
         if not authorization.startswith("bearer "):
             return reason(403, "InvalidProviderToken"), None, None
         token = authorization[len("bearer "):]
+        known = self.verified.get(token)
+        if known is not None:
+            return self.check_age(*known)
         try:
             h64, c64, s64 = token.split(".")
             header, claims, sig = json.loads(b64url_decode(h64)), json.loads(b64url_decode(c64)), b64url_decode(s64)
@@ -97,13 +103,18 @@ class FakeAPNs:
             self.public_key.verify(der, (h64 + "." + c64).encode(), ec.ECDSA(hashes.SHA256()))
         except (ValueError, InvalidSignature, TypeError, AttributeError):
             return reason(403, "InvalidProviderToken"), None, None
-        iat = claims["iat"]
+        if len(self.verified) > 10000:
+            self.verified.clear()
+        self.verified[token] = (claims["iat"], s64[:16])
+        return self.check_age(claims["iat"], s64[:16])
+
+    def check_age(self, iat, sig):
         now = time.time()
         if iat > now + 60:
             return reason(403, "InvalidProviderToken"), None, None
         if now - iat > self.args.max_token_age:
             return reason(403, "ExpiredProviderToken"), None, None
-        return None, iat, s64[:16]
+        return None, iat, sig
 
     async def handle(self, req):
         if req.method != "POST":
@@ -203,6 +214,7 @@ def main():
     p.add_argument("--key-id", required=True)
     p.add_argument("--topic", required=True, help="the only topic this key may push to")
     p.add_argument("--max-token-age", type=int, default=3600, help="seconds before ExpiredProviderToken")
+    p.set_defaults(max_streams=1000, initial_streams=1)  # as APNs with token auth
     p.add_argument("--expired-barrier", type=int, default=0,
                    help="hold the first ExpiredProviderToken answers until this many connections sent one")
     p.add_argument("--expired-barrier-timeout", type=float, default=10.0, help="longest wait at the barrier, seconds")

@@ -3,6 +3,15 @@
 Real HTTP/2 (the `h2` library, ALPN "h2" only) on 127.0.0.1, one asyncio task per stream, so that a
 handler may hang forever (returns None) while the other streams of the same connection still answer.
 
+Streams are answered concurrently, as a provider's front end does: every request that arrived in one
+read is handled in the same event-loop turn, and all the frames produced in that turn (answers,
+WINDOW_UPDATEs, SETTINGS) leave in one write at its end. (Writing each answer on its own, as this
+server did before, hands a multiplexing client one wake-up per answer; libcurl's cost per wake-up
+grows with the streams in flight, so the client's CPU per request measured against such a server is
+mostly the server's pacing, not the client's work: docs/bench.md.) The initial SETTINGS are APNs':
+HEADER_TABLE_SIZE 4096, INITIAL_WINDOW_SIZE 65535, MAX_FRAME_SIZE 16384, MAX_HEADER_LIST_SIZE 8000,
+and MAX_CONCURRENT_STREAMS --initial-streams.
+
 A handler is `async def handle(req: Request) -> Response | None`. It may also return the string
 "reset" to reset the stream (RST_STREAM INTERNAL_ERROR), "goaway" to send GOAWAY (last stream = this
 one, debug data {"reason":"Shutdown"}) and close the connection, or "drop" to close the TCP connection.
@@ -19,6 +28,7 @@ import os
 import ssl
 import sys
 
+import fast_hpack
 import h2.config
 import h2.connection
 import h2.errors
@@ -66,12 +76,13 @@ class JsonlLog:
 
     def __init__(self, path):
         self.path = path
+        self.file = open(path, "a", encoding="utf-8") if path else None
 
     def write(self, obj):
-        if not self.path:
+        if self.file is None:
             return
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.file.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.file.flush()
 
 
 class H2Protocol(asyncio.Protocol):
@@ -84,6 +95,7 @@ class H2Protocol(asyncio.Protocol):
         self.tasks = {}
         self.limit = server.initial_streams
         self.window_open = asyncio.Event()
+        self.flush_pending = False
 
     def connection_made(self, transport):
         self.transport = transport
@@ -97,7 +109,10 @@ class H2Protocol(asyncio.Protocol):
         self.conn.local_settings = h2.settings.Settings(
             client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 10000})
         self.conn.initiate_connection()
-        self.conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.limit})
+        codes = h2.settings.SettingCodes
+        self.conn.update_settings({codes.HEADER_TABLE_SIZE: 4096, codes.MAX_CONCURRENT_STREAMS: self.limit,
+                                   codes.INITIAL_WINDOW_SIZE: 65535, codes.MAX_FRAME_SIZE: 16384,
+                                   codes.MAX_HEADER_LIST_SIZE: 8000})
         self.flush()
 
     def raise_stream_limit(self):
@@ -105,12 +120,20 @@ class H2Protocol(asyncio.Protocol):
         if self.limit != self.server.max_streams:
             self.limit = self.server.max_streams
             self.conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.limit})
-            self.flush()
+            self.schedule_flush()
 
     def flush(self):
+        self.flush_pending = False
         data = self.conn.data_to_send()
         if data and not self.transport.is_closing():
             self.transport.write(data)
+
+    def schedule_flush(self):
+        """Writes what is pending at the end of this event-loop turn, once, whatever number of
+        streams answered in it (the stream tasks started by one read all run before it)."""
+        if not self.flush_pending:
+            self.flush_pending = True
+            asyncio.get_running_loop().call_soon(self.flush)
 
     def data_received(self, data):
         try:
@@ -145,7 +168,7 @@ class H2Protocol(asyncio.Protocol):
                 self.window_open.set()
             elif isinstance(ev, h2.events.ConnectionTerminated):
                 self.transport.close()
-        self.flush()
+        self.schedule_flush()
 
     def connection_lost(self, exc):
         self.window_open.set()
@@ -160,6 +183,8 @@ class H2Protocol(asyncio.Protocol):
             self.tasks.pop(req.stream_id, None)
 
     async def answer(self, req):
+        if self.transport.is_closing():
+            return  # after a GOAWAY: streams above its last-stream-id are not processed (RFC 9113 §6.8)
         try:
             resp = await self.server.handler(req)
         except Exception as e:  # a fake bug must show up as a 500, not a silent hang
@@ -169,7 +194,7 @@ class H2Protocol(asyncio.Protocol):
         try:
             if resp == "reset":
                 self.conn.reset_stream(req.stream_id, error_code=h2.errors.ErrorCodes.INTERNAL_ERROR)
-                self.flush()
+                self.schedule_flush()
                 return
             if resp == "goaway":  # as APNs does when shutting down: GOAWAY with the reason as debug data
                 self.conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR,
@@ -182,8 +207,9 @@ class H2Protocol(asyncio.Protocol):
                 return
             headers = [(":status", str(resp.status)), ("content-length", str(len(resp.body)))] + resp.headers
             self.conn.send_headers(req.stream_id, headers, end_stream=not resp.body)
-            self.flush()
-            await self.send_body(req.stream_id, resp.body)
+            if resp.body:
+                await self.send_body(req.stream_id, resp.body)
+            self.schedule_flush()
         except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
             return
 
@@ -198,7 +224,7 @@ class H2Protocol(asyncio.Protocol):
                 continue
             chunk, body = body[:window], body[window:]
             self.conn.send_data(stream_id, chunk, end_stream=not body)
-            self.flush()
+            self.schedule_flush()
 
 
 class H2Server:
@@ -227,6 +253,7 @@ def common_arguments(description):
 
 def serve(args, handler, log):
     """Binds, publishes the port, and serves until killed."""
+    fast_hpack.install()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(args.cert, args.key)

@@ -22,6 +22,21 @@ CURLMcode cpush_multi_setopt_long(CURLM *m, CURLMoption o, long v);
 /// A libmicrohttpd daemon with a deadline and eviction guard (see shims.c). Opaque.
 struct cpush_mhd_server;
 
+/// The TCP sockets libcurl opened for the handles that report to this set (CURLOPT_SOCKOPTFUNCTION
+/// adds, CURLOPT_CLOSESOCKETFUNCTION removes and closes), so that a caller can cork them
+/// (TCP_CORK) while it lets libcurl write a batch of requests, and uncork them after: the frames
+/// of many streams then leave in full segments instead of one small segment per frame. Only ever
+/// touches sockets libcurl reported open and not yet closed. Not thread-safe.
+typedef struct cpush_socket_set cpush_socket_set;
+cpush_socket_set *cpush_socket_set_new(void);
+void cpush_socket_set_free(cpush_socket_set *set);
+/// Makes `h` report its sockets to `set` (and close them through it).
+CURLcode cpush_easy_track_sockets(CURL *h, cpush_socket_set *set);
+/// Sets TCP_CORK to `on` (0/1) on every socket of the set; returns how many sockets it touched.
+int cpush_socket_set_cork(cpush_socket_set *set, int on);
+/// Number of sockets in the set.
+int cpush_socket_set_count(const cpush_socket_set *set);
+
 /// Starts a libmicrohttpd daemon on 127.0.0.1-or-any `port` with an internal polling thread
 /// (epoll where available), a connection limit, a per-client-address connection limit, a
 /// per-connection idle timeout (seconds), an absolute deadline per request (`deadline_seconds`
