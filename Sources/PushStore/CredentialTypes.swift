@@ -10,15 +10,24 @@ public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Codable {
     case fcm
     /// Web Push: a VAPID key pair (issue 7).
     case webpush
+    /// The app's SMS provider (R-SMS-1): Twilio's account SID and auth token, or an API key SID
+    /// and secret, and the sender. Stored in `push_sms_credentials` (sql/0012), which workers of
+    /// earlier releases never read.
+    case twilio
 
-    /// The platform this set serves: `apns` → ios, `fcm` → android, `webpush` → web.
-    public var platform: Platform {
+    /// The push platform this set serves: `apns` → ios, `fcm` → android, `webpush` → web; nil for
+    /// an SMS provider.
+    public var platform: Platform? {
         switch self {
         case .apns: return .ios
         case .fcm: return .android
         case .webpush: return .web
+        case .twilio: return nil
         }
     }
+
+    /// True for an SMS provider's set (`twilio`).
+    public var isSMS: Bool { platform == nil }
 
     /// The kind serving `platform`.
     public init(platform: Platform) {
@@ -45,7 +54,8 @@ public struct CredentialSummary: Sendable, Equatable, Codable {
     /// The provider's reason when `state` is `invalid` (R-PRV-2, R-PRV-3).
     public var invalidReason: String?
     public var updatedAt: Date
-    /// Non-secret identifiers and overrides (`team_id`, `key_id`, `topic`, `project_id`, `client_email`, base URLs).
+    /// Non-secret identifiers and overrides (`team_id`, `key_id`, `topic`, `project_id`, `client_email`,
+    /// `account_sid`, `api_key_sid`, `from`, `messaging_service_sid`, base URLs).
     public var identifiers: [String: String]
     /// Changes whenever the set itself is replaced (hash of config and sealed secret), not on state moves;
     /// the worker rebuilds its provider clients when it changes.
@@ -57,7 +67,8 @@ public struct CredentialSummary: Sendable, Equatable, Codable {
     public var isVerified: Bool { firstAcceptedAt != nil }
 }
 
-/// A credential set with its opened secret (the `.p8` PEM text, or the service-account JSON bytes).
+/// A credential set with its opened secret (the `.p8` PEM text, the service-account JSON bytes, the
+/// VAPID private key PEM, or Twilio's auth token or API key secret).
 /// `description` never shows the secret.
 public struct CredentialSet: Sendable, CustomStringConvertible {
     public var summary: CredentialSummary

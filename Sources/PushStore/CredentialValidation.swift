@@ -10,6 +10,7 @@ public enum CredentialValidation {
         .apns: ["apns_base_url_production", "apns_base_url_sandbox"],
         .fcm: ["fcm_base_url", "fcm_token_uri"],
         .webpush: [],
+        .twilio: ["twilio_base_url"],
     ]
 
     /// Validates a Web Push VAPID set (RFC 8292): the private key is a P-256 PKCS#8 PEM, and the
@@ -88,6 +89,59 @@ public enum CredentialValidation {
         config["client_email"] = email
         if let kid = object["private_key_id"] as? String, !kid.isEmpty { config["private_key_id"] = kid }
         return config
+    }
+
+    /// Validates a Twilio set (Twilio's "Messages resource" and "API keys"): `account_sid` is `AC`
+    /// and 32 hex digits; `api_key_sid`, when given, `SK` and 32 hex digits (the secret is then the
+    /// key's, else the account's auth token); exactly one sender, `from` (an E.164 number, a short
+    /// code of 5 or 6 digits, or an alphanumeric sender id of 1 to 11 letters, digits and spaces with
+    /// a letter) or `messaging_service_sid` (`MG` and 32 hex digits); the secret 16 to 128 printable
+    /// ASCII characters without spaces.
+    /// - Returns: the config to store (those identifiers and the `twilio_base_url` override).
+    /// - Throws: `VALIDATION_ERROR` (never quoting the secret).
+    public static func twilio(config: [String: String], secret: [UInt8]) throws -> [String: String] {
+        var rest = config
+        let account = rest.removeValue(forKey: "account_sid") ?? ""
+        let apiKey = rest.removeValue(forKey: "api_key_sid")
+        let from = rest.removeValue(forKey: "from"), service = rest.removeValue(forKey: "messaging_service_sid")
+        try twilioSID(account, prefix: "AC", name: "account_sid")
+        if let apiKey { try twilioSID(apiKey, prefix: "SK", name: "api_key_sid") }
+        switch (from, service) {
+        case (let number?, nil):
+            guard twilioSender(number) else {
+                throw PushError(.validationError, "from: must be an E.164 number, a short code or an alphanumeric sender id")
+            }
+        case (nil, let sid?):
+            try twilioSID(sid, prefix: "MG", name: "messaging_service_sid")
+        default:
+            throw PushError(.validationError, "from / messaging_service_sid: give exactly one sender")
+        }
+        guard (16...128).contains(secret.count), secret.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw PushError(.validationError, "\(apiKey == nil ? "auth token" : "api key secret"): must be 16 to 128 printable ASCII characters without spaces")
+        }
+        var stored = try checkedOverrides(rest, kind: .twilio)
+        stored["account_sid"] = account
+        stored["api_key_sid"] = apiKey
+        stored["from"] = from
+        stored["messaging_service_sid"] = service
+        return stored
+    }
+
+    /// `prefix` and 32 hex digits (Twilio's SIDs).
+    static func twilioSID(_ text: String, prefix: String, name: String) throws {
+        let hex = text.dropFirst(prefix.count)
+        guard text.hasPrefix(prefix), hex.count == 32, hex.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
+            throw PushError(.validationError, "\(name): must be \(prefix) and 32 hex digits")
+        }
+    }
+
+    /// A `From` Twilio takes: an E.164 number, a short code, or an alphanumeric sender id.
+    static func twilioSender(_ text: String) -> Bool {
+        if SMSText.isE164(text) { return true }
+        let ascii = text.unicodeScalars.allSatisfy { $0.isASCII }
+        if ascii, (5...6).contains(text.count), text.allSatisfy({ $0.isNumber }) { return true }
+        return ascii && (1...11).contains(text.count) && text.contains(where: { $0.isLetter })
+            && text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == " " })
     }
 
     static func identifier(_ text: String, name: String) throws {

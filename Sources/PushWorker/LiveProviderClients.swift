@@ -83,6 +83,8 @@ final class LiveProviderClients {
         case .webpush:
             guard let factory = settings.webPush else { throw PushError(.providerError, "webpush not configured") }
             return try factory(set, http)
+        case .twilio:
+            throw PushError(.providerError, "twilio is an SMS provider, not a push provider")
         }
     }
 

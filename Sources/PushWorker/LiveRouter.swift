@@ -104,8 +104,9 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         var states = CredentialStates(unusable: Set(Platform.allCases), verified: [])
         guard keys != nil else { return states }
         for s in summaries {
-            if s.state != .invalid { states.unusable.remove(s.kind.platform) }
-            if s.isVerified { states.verified.insert(s.kind.platform) }
+            guard let platform = s.kind.platform else { continue }   // an SMS provider's set
+            if s.state != .invalid { states.unusable.remove(platform) }
+            if s.isVerified { states.verified.insert(platform) }
         }
         return states
     }
@@ -113,24 +114,26 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
     /// Test mode: the simulator. Live mode: one concurrent batch per platform to the app's client.
     public func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
         if mode == .test { return pushes.map(SimulatorOnlyRouter.simulate) }
-        var groups: [(kind: CredentialKind, indices: [Int], client: Result<PushProvider, PushError>)] = []
+        var groups: [(platform: Platform, kind: CredentialKind, indices: [Int], client: Result<PushProvider, PushError>)] = []
         lock.withLock {
             let summaries = lastStates[appID] ?? ((try? readStates(appID: appID)) ?? [])
-            for kind in CredentialKind.allCases {
-                let indices = pushes.indices.filter { CredentialKind(platform: pushes[$0].platform) == kind }
+            for platform in Platform.allCases {
+                let kind = CredentialKind(platform: platform)
+                let indices = pushes.indices.filter { pushes[$0].platform == platform }
                 if indices.isEmpty { continue }
                 guard let summary = summaries.first(where: { $0.kind == kind }) else {
-                    groups.append((kind, indices, .failure(PushError(.credentialsInvalid, "no \(kind.rawValue) set"))))
+                    groups.append((platform, kind, indices, .failure(PushError(.credentialsInvalid, "no \(kind.rawValue) set"))))
                     continue
                 }
-                groups.append((kind, indices, clients.client(for: summary) { try self.loadSet(appID: appID, kind: kind) }))
+                groups.append((platform, kind, indices,
+                               clients.client(for: summary) { try self.loadSet(appID: appID, kind: kind) }))
             }
         }
         var answers = [(ProviderKind, ProviderAnswer)?](repeating: nil, count: pushes.count)
         let answersLock = NSLock()
         DispatchQueue.concurrentPerform(iterations: groups.count) { g in
             let group = groups[g]
-            let provider = Self.providerKind(group.kind)
+            let provider = Self.providerKind(group.platform)
             let result: [ProviderAnswer]
             switch group.client {
             case .success(let client):
@@ -161,11 +164,11 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
                         ttlSeconds: Int64(p.secondsLeft))
     }
 
-    static func providerKind(_ kind: CredentialKind) -> ProviderKind {
-        switch kind {
-        case .apns: return .apns
-        case .fcm: return .fcm
-        case .webpush: return .webpush
+    static func providerKind(_ platform: Platform) -> ProviderKind {
+        switch platform {
+        case .ios: return .apns
+        case .android: return .fcm
+        case .web: return .webpush
         }
     }
 

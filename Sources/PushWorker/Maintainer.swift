@@ -62,6 +62,8 @@ public final class Maintainer {
         public var events = 0
         public var devices = 0
         public var erased = 0
+        /// SMS fallbacks whose phone and text were erased (R-SMS-1).
+        public var smsErased = 0
     }
 
     public let config: Config
@@ -83,6 +85,7 @@ public final class Maintainer {
             }
             if let keep = config.contentRetention {
                 r.erased = try drain { try store.eraseFinalContent(olderThan: now - keep, limit: $0) }
+                r.smsErased = try drain { try store.eraseFinalSMS(olderThan: now - keep, limit: $0) }
             }
             return r
         }

@@ -76,6 +76,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     public let queueJobs = LabeledGauge(labelName: "state")
     public let queueDue = Gauge()
     public let queueOldestDueAge = Gauge()
+    /// The SMS dispatcher's series (`SMSMetrics`).
+    public let sms = SMSMetrics()
 
     public init() {}
 
@@ -128,6 +130,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         }
         header("pushfleet_seal_duration_seconds", "histogram", "Time to seal one envelope (HPKE).")
         out += Self.histogramLines("pushfleet_seal_duration_seconds", sealLatency, labels: "")
+        out += sms.render()
         return out
     }
 

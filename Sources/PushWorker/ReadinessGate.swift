@@ -6,9 +6,10 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0007_sealed_provider_tokens is the newest migration it
-    /// uses (and sql/0006's queue functions take their locks in the order of sql/LOCK_ORDER.md).
-    public static let requiredSchemaVersion = 7
+    /// The schema version this build needs: sql/0012_sms_fallback is the newest migration it uses
+    /// (the SMS dispatcher's functions; sql/0006's queue functions take their locks in the order of
+    /// sql/LOCK_ORDER.md).
+    public static let requiredSchemaVersion = 12
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {

@@ -42,6 +42,8 @@ public final class Worker: @unchecked Sendable {
     }
     /// Retention and cleanup, run by one worker of the fleet at a time; nil disables it.
     public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
+    /// SMS fallbacks (R-SMS-1), on their own thread and connection beside the job loop; nil: none.
+    public var smsDispatcher: SMSDispatcher?
     private let readiness: ReadinessGate
     /// The job ids this worker has processed (tests and the fleet test read it).
     public private(set) var processedJobs = 0
@@ -70,6 +72,7 @@ public final class Worker: @unchecked Sendable {
             if !stopRequested { stopRequestedAt = Date() }
             stopRequested = true
         }
+        smsDispatcher?.requestStop(drainSeconds: max(0, config.drainSeconds - 2))
     }
 
     /// Outcomes waiting to be recorded after a broken connection (see `deferredRecords`); read it
@@ -88,6 +91,7 @@ public final class Worker: @unchecked Sendable {
     public func run() {
         keeper.start()
         defer { keeper.stop() }
+        smsDispatcher?.start()
         var backoff = 0.2
         log.info("worker.start", ["owner": config.owner, "claim_limit": config.claimLimit, "batch_size": config.batchSize,
                                   "lease_seconds": config.leaseSeconds, "poll_interval_s": config.pollInterval,
@@ -116,6 +120,8 @@ public final class Worker: @unchecked Sendable {
             }
         }
         finishDeferredRecords()
+        smsDispatcher?.stop(timeout: max(0, (stopLock.withLock { stopRequestedAt } ?? Date())
+                                                .addingTimeInterval(config.drainSeconds - 1).timeIntervalSinceNow))
         log.info("worker.stop", ["owner": config.owner, "processed_jobs": processedJobs])
     }
 

@@ -9,10 +9,14 @@ extension Commands {
     Usage: pushfleet apps credentials set APP_ID --kind apns --team-id TEAM --key-id KEY --topic BUNDLE_ID --p8-file FILE
                                       [--apns-base-url-production URL] [--apns-base-url-sandbox URL]
            pushfleet apps credentials set APP_ID --kind fcm --service-account-file FILE [--fcm-base-url URL] [--fcm-token-uri URL]
+           pushfleet apps credentials set APP_ID --kind twilio --account-sid AC... (--auth-token-file FILE |
+                                      --api-key-sid SK... --api-key-secret-file FILE) (--from SENDER | --messaging-service-sid MG...)
+                                      [--twilio-base-url URL]
            pushfleet apps credentials show APP_ID
-           pushfleet apps credentials remove APP_ID --kind apns|fcm|webpush
+           pushfleet apps credentials remove APP_ID --kind apns|fcm|webpush|twilio
            pushfleet apps credentials rotate-key
-      Web Push (VAPID) sets are made by pushfleet apps vapid create.
+      Web Push (VAPID) sets are made by pushfleet apps vapid create. The twilio set is the app's SMS provider
+      for live SMS fallbacks (R-SMS-1); test mode never uses it.
       Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY (base64url, 32 bytes). A new set starts unverified;
       replacing a set resets its state, its first acceptance time is kept (R-APP-3). rotate-key re-seals every
       set under PUSHFLEET_CREDENTIALS_KEY, opening each with it or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS, and the
@@ -55,7 +59,7 @@ extension Commands {
             let store = CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment(env))
             let kindText = try args.required("kind")
             guard let kind = CredentialKind(rawValue: kindText), kind != .webpush else {
-                throw PushError(.validationError, "kind: must be apns or fcm")
+                throw PushError(.validationError, "kind: must be apns, fcm or twilio")
             }
             var config: [String: String] = [:]
             let secretPath: String
@@ -65,6 +69,12 @@ extension Commands {
                 config["key_id"] = try args.required("key-id")
                 config["topic"] = try args.required("topic")
                 secretPath = try args.required("p8-file")
+            case .twilio:
+                config["account_sid"] = try args.required("account-sid")
+                config["api_key_sid"] = args.value("api-key-sid")
+                config["from"] = args.value("from")
+                config["messaging_service_sid"] = args.value("messaging-service-sid")
+                secretPath = try args.required(config["api_key_sid"] == nil ? "auth-token-file" : "api-key-secret-file")
             default:
                 secretPath = try args.required("service-account-file")
             }
@@ -74,7 +84,11 @@ extension Commands {
             guard let data = FileManager.default.contents(atPath: secretPath) else {
                 throw PushError(.validationError, "cannot read \(secretPath)")
             }
-            let summary = try store.set(appID: appID, kind: kind, config: config, secret: Array(data))
+            var secret = Array(data)
+            if kind == .twilio {   // a token file written by `echo` ends with a newline
+                while let last = secret.last, last == 0x0A || last == 0x0D || last == 0x20 { secret.removeLast() }
+            }
+            let summary = try store.set(appID: appID, kind: kind, config: config, secret: secret)
             out.emit(CredentialView(summary)) { "stored " + CredentialView(summary).line }
         case "show":
             let appID = try appID(args, position: 3)
@@ -83,7 +97,7 @@ extension Commands {
         case "remove":
             let appID = try appID(args, position: 3)
             guard let kind = CredentialKind(rawValue: try args.required("kind")) else {
-                throw PushError(.validationError, "kind: must be apns, fcm or webpush")
+                throw PushError(.validationError, "kind: must be apns, fcm, webpush or twilio")
             }
             guard try CredentialStore(connection: try connect(), keys: nil).remove(appID: appID, kind: kind) else {
                 throw PushError(.notFound, "no \(kind.rawValue) set for app \(appID.uuidString.lowercased())")

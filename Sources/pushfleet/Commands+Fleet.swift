@@ -1,4 +1,6 @@
 import Foundation
+import PushCore
+import PushStore
 import PushWorker
 
 /// The worker's fleet options: the operators' HTTP endpoint and the simulator's delivery log.
@@ -23,6 +25,21 @@ extension Commands {
         }
         Log.shared.info("metrics.listen", ["port": Int(server.port), "loopback_only": address.loopbackOnly])
         return server
+    }
+
+    /// The SMS dispatcher for `pushfleet worker` (`SMSDispatcherConfig.fromEnvironment`), or nil when
+    /// `PUSHFLEET_SMS=off`. Without `PUSHFLEET_CREDENTIALS_KEY`, live SMS fail `CREDENTIALS_INVALID`
+    /// (no set can be opened); test mode needs no key.
+    /// - Throws: `CLIError.usage` for a setting out of range or a malformed key.
+    static func smsDispatcher(_ env: [String: String], owner: String, databaseURL: String,
+                              metrics: WorkerMetrics) throws -> SMSDispatcher? {
+        do {
+            guard let config = try SMSDispatcherConfig.fromEnvironment(env, owner: owner) else { return nil }
+            let keys = env[CredentialKeys.currentVariable]?.isEmpty == false ? try CredentialKeys.fromEnvironment(env) : nil
+            return SMSDispatcher(config: config, databaseURL: databaseURL, keys: keys, metrics: metrics.sms)
+        } catch let e as PushError {
+            throw CLIError.usage(e.message)
+        }
     }
 
     /// Wraps `router` in a `SimulatorLogRouter` when `$PUSHFLEET_SIMULATOR_LOG` names a file.

@@ -59,6 +59,9 @@ struct SendOutput: Encodable {
     @LowercaseUUID var notificationID: UUID
     var created: Bool
     var replayed: Bool
+    /// The SMS fallback's segment count and encoding (R-SMS-1), when it has one.
+    var smsSegments: Int?
+    var smsEncoding: String?
 }
 
 /// `pushfleet devices register --json`: the device as stored, and what the registration did.

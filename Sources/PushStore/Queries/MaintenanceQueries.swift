@@ -49,7 +49,8 @@ enum MaintenanceQueries {
                      FOR UPDATE SKIP LOCKED)
     """
 
-    /// Erases title, body, data, sound and thread id of notifications final before `$1` and marks them
+    /// Erases title, body, data, sound, thread id and the SMS fallback's phone and text (R-SMS-1) of
+    /// notifications final before `$1` and marks them
     /// `content_erased_at` (issue 4 retention), at most `$2` notifications; with them, the request
     /// bodies test mode stored per delivery (`push_deliveries.payload`, which hold the same content,
     /// at most 1,000 devices per test-mode app, R-DEV-6). The rest of the rows (status, counts,
@@ -58,7 +59,8 @@ enum MaintenanceQueries {
     static let eraseFinalContent = """
     WITH erased AS (
         UPDATE push_notifications
-           SET title = NULL, body = NULL, data = NULL, sound = NULL, thread_id = NULL, content_erased_at = now()
+           SET title = NULL, body = NULL, data = NULL, sound = NULL, thread_id = NULL, sms_phone = NULL, sms_text = NULL,
+               content_erased_at = now()
          WHERE id IN (SELECT id FROM push_notifications
                        WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL
                        ORDER BY finished_at
@@ -72,6 +74,23 @@ enum MaintenanceQueries {
         RETURNING 1
     )
     SELECT (SELECT count(*) FROM erased)::int AS erased, (SELECT count(*) FROM payloads)::int AS payloads
+    """
+
+    /// R-SMS-1: phone, text and test-mode request of SMS fallbacks final before `$1` whose
+    /// notification's content is erased, at most `$2`; a statement of its own, after the
+    /// notifications' (which lock notification rows only), so it locks SMS rows only
+    /// (sql/LOCK_ORDER.md). `push_sms_outbox_erasable_idx`, then the notification's primary key.
+    static let eraseFinalSMS = """
+    UPDATE push_sms_outbox s
+       SET phone = NULL, text = NULL, request = NULL, content_erased_at = now()
+     WHERE s.id IN (SELECT x.id FROM push_sms_outbox x
+                      JOIN push_notifications n ON n.id = x.notification_id
+                     WHERE x.finished_at IS NOT NULL AND x.finished_at < $1::timestamptz AND x.content_erased_at IS NULL
+                       AND n.content_erased_at IS NOT NULL
+                     ORDER BY x.finished_at
+                     LIMIT $2::int
+                       FOR UPDATE OF x SKIP LOCKED)
+       AND s.content_erased_at IS NULL
     """
 
     /// Session advisory lock for maintenance, without waiting: true when taken.
