@@ -28,6 +28,9 @@ METRICS = {
     "pushfleet_db_errors_total": "counter",
     "pushfleet_credentials_invalid_total": "counter",
     "pushfleet_ready": "gauge",
+    "pushfleet_sms_total": "counter",
+    "pushfleet_sms_retries_total": "counter",
+    "pushfleet_sms_request_duration_seconds": "histogram",
 }
 METRICS_PORT = 9464
 KEDA_GROUP = "keda.sh/"
@@ -39,9 +42,13 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "poison jobs": "pushfleet_queue_jobs",
     "worker not ready": "pushfleet_ready",
     "database errors": "pushfleet_db_errors_total",
+    "SMS fallback outcome unknown": "pushfleet_sms_total",
 }
 DASHBOARD_METRICS = set(METRICS) - {"pushfleet_credentials_invalid_total", "pushfleet_db_errors_total",
-                                    "pushfleet_ready", "pushfleet_jobs_claimed_total"}
+                                    "pushfleet_ready", "pushfleet_jobs_claimed_total",
+                                    # SMS fallbacks: alerted on (PushfleetSMSOutcomeUnknown), no panel yet
+                                    "pushfleet_sms_total", "pushfleet_sms_retries_total",
+                                    "pushfleet_sms_request_duration_seconds"}
 
 
 class Problems:

@@ -264,7 +264,7 @@ BEGIN
 END
 $$;
 
--- MARK: - Webhook events (R-HOOK-1, R-PRV-4)
+-- MARK: - Webhook events (R-PRV-4)
 
 -- push_notification.sms_finished (opt-in): an SMS fallback reached its final state, by any path
 -- (push_sms_record, push_sms_rescue); written only when an endpoint of the app and mode asked for

@@ -9,7 +9,7 @@ import PushTestSupport
 /// R-SMS-1: the phone and the text are erased with the rest of the notification's content once
 /// final (retention, `Maintainer`), an SMS still waiting keeping its own until it ends; a replay of
 /// the idempotency key after the erasure still answers the first notification (R-API-5); and the
-/// opt-in `push_notification.sms_finished` event (R-HOOK-1, R-PRV-4), never carrying them.
+/// opt-in `push_notification.sms_finished` event (written with the change, R-PRV-4), never carrying them.
 final class SMSErasureTests: SMSTestCase {
     private func stored(_ n: UUID) throws -> (notification: [String?], sms: [String?], erased: Bool) {
         let a = try conn.exec("SELECT sms_phone, sms_text FROM push_notifications WHERE id = $1::uuid", [.uuid(n)])

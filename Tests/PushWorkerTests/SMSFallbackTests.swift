@@ -144,6 +144,10 @@ final class SMSFallbackTests: SMSTestCase {
     }
 
     func testUnauthorizedInvalidatesTheSetAndLaterSMSFailFastUntilItIsReplaced() throws {
+        _ = try conn.exec("""
+            INSERT INTO push_webhook_endpoints (id, app_id, mode, url, event_types, secret_sealed)
+            VALUES (gen_random_uuid(), $1::uuid, 'live', 'https://hooks.example.com/h', '{push_app.credentials_invalid}', '\\x00')
+            """, [.uuid(appID)])
         let fake = try startTwilio()
         try setTwilio(fake.baseURL, token: String(repeating: "0", count: 32))
         let first = try smsNotification(mode: .live)
@@ -155,6 +159,8 @@ final class SMSFallbackTests: SMSTestCase {
         let set = try twilioState()
         XCTAssertEqual(set.state, .invalid)
         XCTAssertEqual(set.invalidReason, "20003")
+        let events = try events("push_app.credentials_invalid")   // in the record's transaction (R-PRV-4)
+        XCTAssertEqual(events.map { "\($0["kind"] ?? "") \($0["reason"] ?? "")" }, ["twilio 20003"])
         // R-APP-4: while the set is invalid, the next SMS fails at once without a request.
         let second = try smsNotification(mode: .live)
         try runSMS(d)
@@ -205,5 +211,35 @@ final class SMSFallbackTests: SMSTestCase {
         XCTAssertEqual(try sms(n).errorCode, "EXPIRED")
         XCTAssertEqual(try sms(n).attempts, 0)
         XCTAssertEqual(try smsLedger(n).count, 0)
+    }
+
+    func testTheCLIShowsTheSegmentsAtAcceptanceAndTheOutcomeOnTheNotification() throws {
+        let env = ["DATABASE_URL": database.conninfo]
+        let text = String(repeating: "é", count: 200) + "ж"   // 201 UTF-16 units: 3 parts of 67
+        let sent = try LiveWebPushCLI.run(LiveWebPushCLI.executable, [
+            "send", "--app", appID.uuidString.lowercased(), "--mode", "test", "--user", "carol", "--title", "Hi",
+            "--sms-phone", "+33612345678", "--sms-text", text, "--json"], environment: env)
+        XCTAssertEqual(sent.status, 0, sent.output)
+        let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(sent.output.utf8)) as? [String: Any], sent.output)
+        XCTAssertEqual(answer["sms_segments"] as? Int, 3)
+        XCTAssertEqual(answer["sms_encoding"] as? String, "UCS-2")
+        let id = try XCTUnwrap((answer["notification_id"] as? String).flatMap(UUID.init(uuidString:)))
+        let refused = try LiveWebPushCLI.run(LiveWebPushCLI.executable, [
+            "send", "--app", appID.uuidString.lowercased(), "--mode", "test", "--user", "carol", "--title", "Hi",
+            "--sms-phone", "06 12 34 56 78", "--sms-text", "hi", "--json"], environment: env)
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.output.contains("\"field\":\"sms_fallback.phone\""), refused.output)
+        XCTAssertTrue(refused.output.contains("VALIDATION_ERROR"), refused.output)
+        try drain()
+        try runSMS(try dispatcher())
+        let shown = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "show", id.uuidString], environment: env)
+        XCTAssertTrue(shown.output.contains("sms queued  provider=simulator"), shown.output)
+        XCTAssertTrue(shown.output.contains("segments=3 UCS-2"), shown.output)
+        XCTAssertTrue(shown.output.contains("request (test mode, not sent): To=%2B33612345678&From=%2B15005550006&Body="), shown.output)
+        XCTAssertTrue(shown.output.contains("ledger sms  device 00000000-0000-0000-0000-000000000000  queued"), shown.output)
+        let json = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "show", id.uuidString, "--json"], environment: env)
+        let sms = (try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])?["sms"] as? [String: Any]
+        XCTAssertEqual(sms?["status"] as? String, "queued")
+        XCTAssertEqual(sms?["segments"] as? Int, 3)
     }
 }
