@@ -137,8 +137,9 @@ public final class SMSDispatcher: @unchecked Sendable {
         if claims.isEmpty { return 0 }
         var ready: [(sms: ClaimedSMS, provider: SMSProvider, version: String?)] = []
         var settled: [OutboxStore.Settlement] = []
+        var live: [UUID: Result<(SMSProvider, String), PushError>] = [:]   // each app's set, read once a claim
         for c in claims {
-            switch prepare(c, conn: conn, now: now) {
+            switch prepare(c, conn: conn, now: now, live: &live) {
             case .send(let provider, let version): ready.append((c, provider, version))
             case .end(let record): pendingRecords.append(record)
             case .settle(let why):
@@ -165,7 +166,8 @@ public final class SMSDispatcher: @unchecked Sendable {
         case settle(String)
     }
 
-    private func prepare(_ c: ClaimedSMS, conn: PGConnection, now: Date) -> Plan {
+    private func prepare(_ c: ClaimedSMS, conn: PGConnection, now: Date,
+                         live: inout [UUID: Result<(SMSProvider, String), PushError>]) -> Plan {
         func end(_ code: ErrorCode?, detail: String, status: SMSStatus = .failed) -> Plan {
             var r = SMSAttemptRecord(outboxID: c.outboxID, leaseToken: c.leaseToken, status: status, deferrals: c.deferrals)
             r.errorCode = code?.rawValue
@@ -190,7 +192,9 @@ public final class SMSDispatcher: @unchecked Sendable {
             return end(.expired, detail: "the notification expired before the SMS could be sent")
         }
         if c.mode == .test { return .send(simulator, credentialsVersion: nil) }
-        switch liveClient(c.appID, conn: conn) {
+        let client = live[c.appID] ?? liveClient(c.appID, conn: conn)
+        live[c.appID] = client
+        switch client {
         case .success(let (client, version)): return .send(client, credentialsVersion: version)
         case .failure(let e): return end(.credentialsInvalid, detail: e.message)
         }
