@@ -34,6 +34,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // HTTP/2 framing for the APNs and FCM client (NGHTTP2Client): the library libcurl itself uses.
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // Typed wrappers for the variadic C calls Swift cannot make (curl_easy_setopt, MHD_start_daemon).
         .target(name: "CPushShims", dependencies: ["CCurl", "CMicroHTTPD"]),
 
@@ -41,7 +43,7 @@ let package = Package(
         .target(name: "PushCrypto", dependencies: ["COpenSSL"]),
         .target(name: "PushCore", dependencies: ["PushCrypto"]),
         .target(name: "PushStore", dependencies: ["CLibpq", "PushCore"]),
-        .target(name: "PushProviders", dependencies: ["CCurl", "CPushShims", "PushCrypto", "PushCore"]),
+        .target(name: "PushProviders", dependencies: ["CCurl", "CPushShims", "CNGHTTP2", "COpenSSL", "PushCrypto", "PushCore"]),
         /// The one acceptance path of the CLI and the API (R-API-6): validation, content, the exact size
         /// rule, then the SQL functions (PushAcceptanceTests). No HTTP, no command-line parsing.
         .target(name: "PushAcceptance", dependencies: ["PushCore", "PushCrypto", "PushStore"]),

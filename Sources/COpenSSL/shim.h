@@ -11,3 +11,5 @@
 #include <openssl/obj_mac.h>
 #include <openssl/x509.h>
 #include <openssl/hmac.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>

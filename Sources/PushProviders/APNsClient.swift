@@ -3,10 +3,10 @@ import PushCore
 import PushCrypto
 
 /// APNs provider API client with token authentication (Apple's "Sending notification requests to APNs",
-/// "Establishing a token-based connection to APNs"): HTTP/2 multiplexed through
-/// `HTTP2Client`, one ES256 provider JWT per signing key from a `ProviderTokenCache` (`tokenCacheKey`:
-/// team, key id and the fingerprint of the `.p8`'s public key, so two apps share a JWT only when they
-/// hold the same key: issue 11).
+/// "Establishing a token-based connection to APNs"): HTTP/2 multiplexed through an `HTTPTransport`
+/// (`NGHTTP2Client` unless configured otherwise), one ES256 provider JWT per signing key from a
+/// `ProviderTokenCache` (`tokenCacheKey`: team, key id and the fingerprint of the `.p8`'s public key,
+/// so two apps share a JWT only when they hold the same key: issue 11).
 ///
 /// Token lifetime ("Establishing a token-based connection to APNs"): a JWT is reused until `tokenRefreshSeconds` (45 min, never under
 /// `tokenMinimumAgeSeconds`, 20 min) after its `iat`. After an `ExpiredProviderToken` answer it is
@@ -36,8 +36,9 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         /// Youngest JWT age (seconds) of a voluntary refresh: a `tokenRefreshSeconds` below it is raised to
         /// it. Default 1200 (20 min, Apple's limit). An `ExpiredProviderToken` answer replaces the JWT at once.
         public var tokenMinimumAgeSeconds: Int64 = 20 * 60
-        /// Connection settings (CA file, limits).
-        public var http: HTTP2Client.Configuration = HTTP2Client.Configuration()
+        /// Connection settings (CA file, limits) and which HTTP/2 client to use (`transport`:
+        /// `NGHTTP2Client` by default, `HTTP2Client` on libcurl as the fallback).
+        public var http: HTTPClientConfiguration = HTTPClientConfiguration()
 
         /// Credentials with production defaults for everything else.
         public init(teamId: String, keyId: String, topic: String) {
@@ -55,12 +56,12 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
     /// Settings in force.
     public let configuration: Configuration
     /// The HTTP/2 client (exposed for connection statistics).
-    public let http: HTTP2Client
+    public let http: any HTTPTransport
     private let signer: JWTSigner
     private let tokenCache: ProviderTokenCache
     private let clock: ProviderClock
 
-    private init(configuration: Configuration, http: HTTP2Client, signer: JWTSigner,
+    private init(configuration: Configuration, http: any HTTPTransport, signer: JWTSigner,
                  tokenCache: ProviderTokenCache, clock: ProviderClock) {
         self.configuration = configuration
         self.http = http
@@ -75,12 +76,12 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
     ///   - privateKeyPEM: the `.p8` file's text (PKCS#8 P-256).
     ///   - tokenCache: where the JWT lives; share one cache between clients of the same key.
     ///   - clock: time source for `iat` and refresh decisions.
-    /// - Throws: `JWTError` for an unusable key, `HTTPClientError` if libcurl cannot start.
+    /// - Throws: `JWTError` for an unusable key, `HTTPClientError` if the HTTP/2 client cannot start.
     public static func make(configuration: Configuration, privateKeyPEM: String,
                             tokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
                             clock: ProviderClock = SystemProviderClock()) throws -> APNsClient {
         let signer = try JWTSigner.es256(privateKeyPEM: privateKeyPEM, keyId: configuration.keyId)
-        let http = try HTTP2Client.make(configuration: configuration.http)
+        let http = try configuration.http.makeTransport()
         return APNsClient(configuration: configuration, http: http, signer: signer, tokenCache: tokenCache, clock: clock)
     }
 

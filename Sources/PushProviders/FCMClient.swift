@@ -28,8 +28,9 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
         public var tokenRefreshMarginSeconds: Int64 = 300
         /// Per-request deadline in milliseconds (sends and the token request). Default 10 000.
         public var requestTimeoutMillis: Int = 10_000
-        /// Connection settings (CA file, limits).
-        public var http: HTTP2Client.Configuration = HTTP2Client.Configuration()
+        /// Connection settings (CA file, limits) and which HTTP/2 client to use (`transport`:
+        /// `NGHTTP2Client` by default, `HTTP2Client` on libcurl as the fallback).
+        public var http: HTTPClientConfiguration = HTTPClientConfiguration()
 
         /// Production defaults.
         public init() {}
@@ -40,12 +41,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     /// The service account in use.
     public let account: FCMServiceAccount
     /// The HTTP/2 client (exposed for connection statistics).
-    public let http: HTTP2Client
+    public let http: any HTTPTransport
     private let signer: JWTSigner
     private let tokenCache: ProviderTokenCache
     private let clock: ProviderClock
 
-    private init(configuration: Configuration, account: FCMServiceAccount, http: HTTP2Client, signer: JWTSigner,
+    private init(configuration: Configuration, account: FCMServiceAccount, http: any HTTPTransport, signer: JWTSigner,
                  tokenCache: ProviderTokenCache, clock: ProviderClock) {
         self.configuration = configuration
         self.account = account
@@ -56,12 +57,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     }
 
     /// Creates a client.
-    /// - Throws: `JWTError` when the account's private key is unusable, `HTTPClientError` if libcurl cannot start.
+    /// - Throws: `JWTError` when the account's private key is unusable, `HTTPClientError` if the HTTP/2 client cannot start.
     public static func make(account: FCMServiceAccount, configuration: Configuration = Configuration(),
                             tokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
                             clock: ProviderClock = SystemProviderClock()) throws -> FCMClient {
         let signer = try JWTSigner.rs256(privateKeyPEM: account.privateKeyPEM, keyId: account.privateKeyId)
-        let http = try HTTP2Client.make(configuration: configuration.http)
+        let http = try configuration.http.makeTransport()
         return FCMClient(configuration: configuration, account: account, http: http, signer: signer,
                          tokenCache: tokenCache, clock: clock)
     }

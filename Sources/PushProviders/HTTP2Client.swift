@@ -20,64 +20,12 @@ internal import CCurl
 /// together are written under TCP_CORK so that they leave in full segments.
 ///
 /// Thread-safe: concurrent `perform` calls are serialized by a lock.
-public final class HTTP2Client: @unchecked Sendable {
-    /// Connection and safety limits; every field has a production default.
-    public struct Configuration: Sendable {
-        /// PEM file of trusted CAs (CURLOPT_CAINFO); nil = the system store. Verification is never disabled.
-        public var caFile: String?
-        /// Connections per host (CURLMOPT_MAX_HOST_CONNECTIONS). Default 1: one HTTP/2 connection carries
-        /// up to the server's stream limit (about 1000 on APNs). Each extra connection is opened by one
-        /// request alone and filled only once that request was answered (the warm-up, see `perform`).
-        public var maxHostConnections: Int = 1
-        /// Connections overall, all hosts (CURLMOPT_MAX_TOTAL_CONNECTIONS, also the idle cache size). Default 8.
-        public var maxTotalConnections: Int = 8
-        /// Streams per connection we open at most (CURLMOPT_MAX_CONCURRENT_STREAMS), and the chunk size:
-        /// a host never has more than `maxStreamsPerConnection × connections` requests in libcurl's
-        /// hands. The server's SETTINGS_MAX_CONCURRENT_STREAMS also applies (libcurl holds a request
-        /// back when the server allows fewer streams). Default 100.
-        public var maxStreamsPerConnection: Int = 100
-        /// Connection setup limit in milliseconds (CURLOPT_CONNECTTIMEOUT_MS), capped by each request's deadline. Default 5000.
-        public var connectTimeoutMillis: Int = 5_000
-        /// Idle seconds after which a pooled connection is closed instead of reused (CURLOPT_MAXAGE_CONN). Default 50.
-        public var maxIdleSeconds: Int = 50
-        /// Seconds after which a connection is not reused at all (CURLOPT_MAXLIFETIME_CONN); 0 = no limit. Default 0.
-        public var maxConnectionLifetimeSeconds: Int = 0
-        /// TCP keepalive idle and probe interval in seconds. Default 30.
-        public var tcpKeepAliveSeconds: Int = 30
-        /// HTTP/2 upkeep interval in milliseconds (CURLOPT_UPKEEP_INTERVAL_MS). Default 30 000.
-        public var upkeepIntervalMillis: Int = 30_000
-        /// Longest wait (ms) for the first request on a new connection before the others follow. Default 1000.
-        public var warmUpMillis: Int = 1_000
-        /// Largest response body kept, in bytes; the rest is read and dropped. Default 64 KiB.
-        public var maxResponseBodyBytes: Int = 64 * 1024
-        /// Write the frames of requests started together under TCP_CORK (see `HTTP2Client`). Default true.
-        public var corkWrites: Bool = true
-        /// Open a new connection for every request and close it after (CURLOPT_FRESH_CONNECT,
-        /// CURLOPT_FORBID_REUSE); a host then has up to `maxHostConnections` requests in flight, with
-        /// no warm-up. Default false. For requests that must never be written twice (an SMS): on a
-        /// reused connection that the server closed as the request went out, libcurl writes the
-        /// request again on a new one, which only the sender can know to be unsafe.
-        public var freshConnectionPerRequest: Bool = false
+public final class HTTP2Client: HTTPTransport, @unchecked Sendable {
+    /// Connection and safety limits (shared with `NGHTTP2Client`; see `HTTPClientConfiguration`).
+    public typealias Configuration = HTTPClientConfiguration
 
-        /// Defaults, with an optional CA file (tests pass their fake CA).
-        public init(caFile: String? = nil) { self.caFile = caFile }
-    }
-
-    /// Counters since the client was created (for tests and `pushfleet bench`).
-    public struct Statistics: Sendable, Equatable {
-        /// Requests handed to `perform`.
-        public var requests = 0
-        /// Transfers handed to libcurl (one per request that could be set up).
-        public var transfersStarted = 0
-        /// Easy handles created; the rest of the transfers reused one.
-        public var handlesCreated = 0
-        /// Times the client waited for socket activity (`curl_multi_poll` calls).
-        public var waits = 0
-        /// Connections opened (CURLINFO_NUM_CONNECTS summed).
-        public var connectionsOpened = 0
-        /// Most transfers of one host in libcurl's hands at once.
-        public var maxInFlightPerHost = 0
-    }
+    /// Counters since the client was created (see `HTTPTransportStatistics`).
+    public typealias Statistics = HTTPTransportStatistics
 
     /// Limits in force.
     public let configuration: Configuration
@@ -104,7 +52,7 @@ public final class HTTP2Client: @unchecked Sendable {
         }
         let multi = try CurlMulti.make(maxHostConnections: max(1, configuration.maxHostConnections),
                                        maxTotalConnections: max(1, configuration.maxTotalConnections),
-                                       maxStreamsPerConnection: max(1, configuration.maxStreamsPerConnection))
+                                       maxStreamsPerConnection: configuration.curlStreamsPerConnection)
         return HTTP2Client(configuration: configuration, multi: multi)
     }
 
@@ -191,7 +139,7 @@ public final class HTTP2Client: @unchecked Sendable {
         /// Requests of host `h` allowed in flight now.
         func window(_ h: Int) -> Int {
             if client.configuration.freshConnectionPerRequest { return max(1, client.configuration.maxHostConnections) }
-            let perConnection = max(1, client.configuration.maxStreamsPerConnection)
+            let perConnection = client.configuration.curlStreamsPerConnection
             let host = hosts[h]
             if host.connections == 0 { return host.released ? perConnection : 1 }
             return perConnection * host.connections
@@ -335,7 +283,7 @@ public final class HTTP2Client: @unchecked Sendable {
 
     private func checkIn(_ easy: CurlEasy) {
         // Keep as many handles as a full batch uses at most; the rest are freed.
-        let keep = max(1, configuration.maxStreamsPerConnection) * max(1, configuration.maxHostConnections) + 1
+        let keep = configuration.curlStreamsPerConnection * max(1, configuration.maxHostConnections) + 1
         if idleHandles.count < keep { idleHandles.append(easy) }
     }
 
@@ -387,4 +335,9 @@ public final class HTTP2Client: @unchecked Sendable {
             return .connectionError(text)
         }
     }
+}
+
+extension HTTPClientConfiguration {
+    /// The libcurl client's streams per connection and chunk size: `maxStreamsPerConnection`, or 100.
+    var curlStreamsPerConnection: Int { max(1, maxStreamsPerConnection ?? 100) }
 }

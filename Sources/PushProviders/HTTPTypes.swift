@@ -1,6 +1,6 @@
 import PushCore
 
-/// One HTTP request handed to `HTTP2Client.perform(_:)`.
+/// One HTTP request handed to `HTTPTransport.perform(_:)` (`NGHTTP2Client`, `HTTP2Client`).
 public struct HTTPRequest: Sendable, Equatable {
     /// Absolute `https://` URL (scheme, host, optional port, path).
     public var url: String
@@ -18,7 +18,8 @@ public struct HTTPRequest: Sendable, Equatable {
     /// asking DNS, so a caller that checked the addresses connects to what it checked (DNS
     /// rebinding); such a request never goes through a proxy (proxy environment variables are
     /// ignored for it). Empty (the default) = ordinary resolution. The entries stay in the client's
-    /// DNS cache until a later request pins the same `host:port` again.
+    /// DNS cache until a later request pins the same `host:port` again. libcurl client only:
+    /// `NGHTTP2Client` answers a request with pins `.notSent` (Web Push, the one user, stays on libcurl).
     public var resolve: [String]
 
     /// - Parameters: see the properties; `timeoutMillis` defaults to 10 000, `resolve` to none.
@@ -44,11 +45,11 @@ public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     /// Response headers, names lower-cased; the first value wins for a repeated name.
     public var headers: [String: String]
-    /// Body bytes, at most `HTTP2Client.Configuration.maxResponseBodyBytes`.
+    /// Body bytes, at most `HTTPClientConfiguration.maxResponseBodyBytes`.
     public var body: [UInt8]
     /// True when the body was longer than the cap and the rest was dropped.
     public var bodyTruncated: Bool
-    /// Negotiated HTTP version as libcurl reports it (2 for HTTP/2, 1 for HTTP/1.x).
+    /// Negotiated HTTP version (2 for HTTP/2, 1 for HTTP/1.x; the nghttp2 client speaks only 2).
     public var httpVersion: Int
 
     /// Memberwise initializer.
@@ -84,7 +85,7 @@ public enum HTTPOutcome: Sendable, Equatable {
         }
     }
 
-    /// curl's error text for the three failure cases; nil for a response.
+    /// The client's error text for the three failure cases; nil for a response.
     public var failureDetail: String? {
         switch self {
         case .response: return nil
@@ -108,6 +109,16 @@ public struct HTTPClientError: Error, Equatable, CustomStringConvertible, Sendab
     /// The CA file given for certificate verification does not exist or cannot be read.
     public static func caFileUnreadable(_ path: String) -> HTTPClientError {
         HTTPClientError(code: "http.ca_file_unreadable", message: "CA file not readable: \(path)")
+    }
+
+    /// The CA file is readable but holds no usable certificate (OpenSSL refused it).
+    public static func caFileInvalid(_ path: String, _ detail: String) -> HTTPClientError {
+        HTTPClientError(code: "http.ca_file_invalid", message: "CA file not usable: \(path): \(detail)")
+    }
+
+    /// OpenSSL or nghttp2 refused to set up a TLS context or an HTTP/2 session template.
+    public static func tlsInit(_ detail: String) -> HTTPClientError {
+        HTTPClientError(code: "http.tls_init", message: detail)
     }
 
     public var description: String { "\(code): \(message)" }

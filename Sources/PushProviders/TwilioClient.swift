@@ -7,7 +7,9 @@ import PushCrypto
 /// `From` or `MessagingServiceSid`, then `Body`, and HTTP basic authentication with the account
 /// SID and auth token, or an API key SID and its secret (Twilio's "API keys").
 ///
-/// Once only: every request goes out on a connection of its own (`freshConnectionPerRequest`:
+/// The transport is always libcurl's (`HTTP2Client`, whatever `transport` says): Twilio's API
+/// answers over HTTP/1.1 or HTTP/2, and only that client can give each request a connection of its
+/// own. Once only: every request goes out on a connection of its own (`freshConnectionPerRequest`:
 /// libcurl never resends a request on its own after a reused connection closed under it), and
 /// nothing is retried here; `SMSAnswerTable` decides. Twilio has no idempotency key.
 public final class TwilioClient: SMSProvider, @unchecked Sendable {

@@ -5,7 +5,7 @@ import PushProviders
 import PushStore
 
 /// Builds a Web Push client for an app's `webpush` set (issue 7 plugs its `WebPushClient` in here).
-public typealias WebPushClientFactory = (_ set: CredentialSet, _ http: HTTP2Client.Configuration) throws -> PushProvider
+public typealias WebPushClientFactory = (_ set: CredentialSet, _ http: HTTPClientConfiguration) throws -> PushProvider
 
 /// The provider clients of the live router, one per (app, credential kind), kept across batches and
 /// rebuilt only when the set's `version` changes (a replaced key, topic or service account).
@@ -19,6 +19,8 @@ final class LiveProviderClients {
         var apnsTokenCache: ProviderTokenCache
         var fcmTokenCache: ProviderTokenCache
         var webPush: WebPushClientFactory?
+        /// The HTTP/2 client of APNs and FCM (Web Push ignores it).
+        var transport: HTTPTransportKind = .nghttp2
     }
 
     private struct Entry {
@@ -62,7 +64,8 @@ final class LiveProviderClients {
 
     private func build(_ set: CredentialSet) throws -> PushProvider {
         let ids = set.summary.identifiers
-        let http = HTTP2Client.Configuration(caFile: settings.caFile)
+        var http = HTTPClientConfiguration(caFile: settings.caFile)
+        http.transport = settings.transport
         switch set.summary.kind {
         case .apns:
             var c = APNsClient.Configuration(teamId: ids["team_id"] ?? "", keyId: ids["key_id"] ?? "", topic: ids["topic"] ?? "")

@@ -24,6 +24,9 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         public var fcmRequestTimeoutMillis: Int = 10_000
         /// Builds Web Push clients (issue 7); nil = web deliveries answer "webpush not configured".
         public var webPush: WebPushClientFactory?
+        /// The HTTP/2 client of APNs and FCM (`PUSHFLEET_PROVIDER_HTTP_CLIENT`): `nghttp2` (the default)
+        /// or `libcurl` (the fallback). Web Push always uses libcurl.
+        public var providerTransport: HTTPTransportKind = .nghttp2
 
         public init(caFile: String? = nil) { self.caFile = caFile }
     }
@@ -51,12 +54,14 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         self.clients = LiveProviderClients(settings: .init(
             caFile: configuration.caFile, apnsRequestTimeoutMillis: configuration.apnsRequestTimeoutMillis,
             fcmRequestTimeoutMillis: configuration.fcmRequestTimeoutMillis, apnsTokenCache: apnsTokenCache,
-            fcmTokenCache: fcmTokenCache, webPush: configuration.webPush))
+            fcmTokenCache: fcmTokenCache, webPush: configuration.webPush, transport: configuration.providerTransport))
     }
 
     /// The router `pushfleet worker` runs: keys from `PUSHFLEET_CREDENTIALS_KEY` (and `_PREVIOUS`), CA file
-    /// from `PUSHFLEET_PROVIDER_CA_FILE`, APNs JWTs shared through PostgreSQL, sealed under the same keys.
-    /// - Throws: `VALIDATION_ERROR` for a malformed key (a missing key only logs a warning: live mode is then off).
+    /// from `PUSHFLEET_PROVIDER_CA_FILE`, the APNs/FCM HTTP/2 client from `PUSHFLEET_PROVIDER_HTTP_CLIENT`
+    /// (`nghttp2` or `libcurl`), APNs JWTs shared through PostgreSQL, sealed under the same keys.
+    /// - Throws: `VALIDATION_ERROR` for a malformed key or client name (a missing key only logs a
+    ///   warning: live mode is then off).
     public static func fromEnvironment(databaseURL: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                                        log: Log = .shared) throws -> LiveRouter {
         var keys: CredentialKeys?
@@ -69,12 +74,23 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         let ca = environment["PUSHFLEET_PROVIDER_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         let open = { try PGConnection.connect(databaseURL) }
         var configuration = Configuration(caFile: ca)
+        configuration.providerTransport = try providerTransport(environment)
         // Tests only: let Web Push reach a fake on 127.0.0.1 (never set in production).
         configuration.webPush = LiveRouter.webPushFactory(allowLoopback: environment["PUSHFLEET_WEBPUSH_ALLOW_LOOPBACK"] == "1")
         // Without keys no live set opens, so no APNs client is ever built: nothing to share.
         let apnsTokens: ProviderTokenCache = keys.map { PGProviderTokenCache(keys: $0, log: log, openConnection: open) }
             ?? InMemoryProviderTokenCache()
         return LiveRouter(keys: keys, configuration: configuration, apnsTokenCache: apnsTokens, log: log, openConnection: open)
+    }
+
+    /// `PUSHFLEET_PROVIDER_HTTP_CLIENT`: `nghttp2` when unset or empty.
+    /// - Throws: `VALIDATION_ERROR` for any other value than `nghttp2` or `libcurl`.
+    static func providerTransport(_ environment: [String: String]) throws -> HTTPTransportKind {
+        guard let name = environment["PUSHFLEET_PROVIDER_HTTP_CLIENT"], !name.isEmpty else { return .nghttp2 }
+        guard let kind = HTTPTransportKind(rawValue: name) else {
+            throw PushError(.validationError, "PUSHFLEET_PROVIDER_HTTP_CLIENT must be nghttp2 or libcurl")
+        }
+        return kind
     }
 
     /// Builds the Web Push client of a VAPID set (RFC 8292): its key pair from the sealed PEM, its

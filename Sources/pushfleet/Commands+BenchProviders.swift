@@ -9,7 +9,8 @@ import PushProviders
 /// interleaved, each run `--count` requests (default 2000; batch size 1 sends a quarter of that,
 /// at least 200). The figure per size is the median run's process CPU (user + system) per request;
 /// the client's connection set-up, TLS handshake and token are made in a warm-up that is not
-/// counted. Output: `<size>_cpu_us`, `<size>_wall_ms` (median run), `<size>_ok` (answers 200, all
+/// counted. `--transport nghttp2|libcurl` picks the HTTP/2 client (default nghttp2). Output:
+/// `<size>_cpu_us`, `<size>_wall_ms` (median run), `<size>_ok` (answers 200, all
 /// runs) and `<size>_requests`, plus `connections_opened` and `requests_total` (warm-up included,
 /// for comparing with the fake's log).
 extension BenchCommands {
@@ -18,7 +19,7 @@ extension BenchCommands {
                                               topic: try args.required("topic"))
         config.productionBaseURL = try args.required("url")
         config.sandboxBaseURL = config.productionBaseURL
-        config.http = HTTP2Client.Configuration(caFile: try args.required("ca-file"))
+        config.http = try httpConfiguration(args)
         let pem = try String(contentsOfFile: try args.required("key-file"), encoding: .utf8)
         let client = try APNsClient.make(configuration: config, privateKeyPEM: pem)
         let payload = Array(#"{"aps":{"alert":{"title":"Your order shipped","body":"Order 1234 is on its way"},"badge":1},"order":"1234"}"#.utf8)
@@ -36,13 +37,25 @@ extension BenchCommands {
         var config = FCMClient.Configuration()
         config.baseURL = url
         config.tokenURLOverride = url + "/token"
-        config.http = HTTP2Client.Configuration(caFile: try args.required("ca-file"))
+        config.http = try httpConfiguration(args)
         let client = try FCMClient.make(account: account, configuration: config)
         try sweep(args, out, provider: client, connections: { client.http.connectionsOpened }) { i in
             let token = String(format: "%0152x", i)
             let body = #"{"message":{"token":"\#(token)","data":{"hk":"x","order":"1234"},"android":{"priority":"high","ttl":"3600s"}}}"#
             return ProviderRequest(deliveryId: Int64(i), deviceToken: token, payload: Array(body.utf8), apnsId: "")
         }
+    }
+
+    /// `--ca-file` and `--transport nghttp2|libcurl` (default nghttp2, the client APNs and FCM use).
+    private static func httpConfiguration(_ args: Arguments) throws -> HTTPClientConfiguration {
+        var http = HTTPClientConfiguration(caFile: try args.required("ca-file"))
+        if let name = args.value("transport") {
+            guard let kind = HTTPTransportKind(rawValue: name) else {
+                throw CLIError.usage("--transport: nghttp2 or libcurl")
+            }
+            http.transport = kind
+        }
+        return http
     }
 
     private static func sweep(_ args: Arguments, _ out: Output, provider: PushProvider, connections: () -> Int,
@@ -64,6 +77,7 @@ extension BenchCommands {
         let results = ProviderBenchmark.sweep(provider: provider, batchSizes: sizes, rounds: rounds, requestsPerRun: perRun,
                                               makeRequest: makeRequest)
         var fields = ["rounds": String(rounds), "batch_sizes": sizes.map(String.init).joined(separator: ","),
+                      "transport": args.value("transport") ?? HTTPTransportKind.nghttp2.rawValue,
                       "connections_opened": String(connections() - before)]
         var total = warm.requests
         for size in sizes {

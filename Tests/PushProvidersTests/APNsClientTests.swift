@@ -82,7 +82,9 @@ final class APNsClientTests: XCTestCase {
         // new connection until a valid token was seen, so each connection starts with one request.
         let fake = try startFake(["--max-streams", "1000"])
         let apns = try client(production: fake, hostConnections: 3, streamsPerConnection: 20)
-        let batch = (0..<150).map { push(String(format: "c%063x", $0), id: Int64($0)) }
+        // `slow` tokens (answered after 150 ms) keep the first chunks in flight while the next
+        // connection warms up, whatever the speed of the client.
+        let batch = (0..<150).map { push(String(format: "slow%060x", $0), id: Int64($0)) }
         let answers = apns.send(batch)
         XCTAssertEqual(answers.map(\.httpStatus), [Int?](repeating: 200, count: 150), "\(answers.compactMap(\.rawDetail))")
         XCTAssertEqual(fake.log("connection").count, 3, "three connections for a batch of 150 in chunks of 20")

@@ -28,36 +28,18 @@ final class HTTP2ClientTests: XCTestCase {
         HTTPRequest(url: fake.baseURL + "/3/device/d\(i)", headers: [("apns-topic", "t")], body: Array("{}".utf8))
     }
 
+    private var contract: HTTPTransportContract { HTTPTransportContract(kind: .libcurl, servers: servers) }
+
     func testResponsesComeOverHTTP2WithLowercasedHeadersAndBody() throws {
-        let fake = try startFake()
-        let http = try client()
-        let outcome = try XCTUnwrap(http.perform([request(fake, 1)]).first)
-        guard case .response(let response) = outcome else { return XCTFail("expected a response, got \(outcome)") }
-        XCTAssertEqual(response.httpVersion, 2, "APNs: HTTP/2 only")
-        XCTAssertEqual(response.status, 403)
-        XCTAssertEqual(response.headers["content-type"], "application/json")
-        XCTAssertEqual(String(decoding: response.body, as: UTF8.self), #"{"reason":"MissingProviderToken"}"#)
-        XCTAssertFalse(response.bodyTruncated)
+        try contract.responsesComeOverHTTP2WithLowercasedHeadersAndBody()
     }
 
     func testRequestsBeyondTheServerStreamLimitWaitOnOneConnection() throws {
-        let fake = try startFake(["--max-streams", "4", "--initial-streams", "4"])
-        let http = try client()
-        let outcomes = http.perform((0..<40).map { request(fake, $0) })
-        XCTAssertEqual(outcomes.filter { $0.transport == .response }.count, 40, "\(outcomes.compactMap(\.failureDetail))")
-        XCTAssertEqual(fake.log("connection").count, 1, "CURLMOPT_MAX_HOST_CONNECTIONS = 1 by default")
-        XCTAssertEqual(fake.log("refused").count, 0, "warm-up: no burst before the server's SETTINGS")
-        XCTAssertEqual(http.connectionsOpened, 1)
+        try contract.requestsBeyondTheServerStreamLimitWaitOnOneConnection()
     }
 
     func testSingleStreamNewConnectionIsWarmedUpWithoutRefusedStreams() throws {
-        // Like APNs before a valid token: one stream allowed; these requests carry no token.
-        let fake = try startFake(["--initial-streams", "1"])
-        let http = try client()
-        let outcomes = http.perform((0..<12).map { request(fake, $0) })
-        XCTAssertEqual(outcomes.filter { $0.transport == .response }.count, 12)
-        XCTAssertEqual(fake.log("refused").count, 0)
-        XCTAssertEqual(fake.log("connection").count, 1)
+        try contract.singleStreamNewConnectionIsWarmedUpWithoutRefusedStreams()
     }
 
     func testABatchGoesOutInChunksOfTheStreamLimitAndHandlesAreReused() throws {
@@ -79,41 +61,18 @@ final class HTTP2ClientTests: XCTestCase {
     }
 
     func testAReusedHandleTakesTheNextRequestsMethodBodyAndHeaders() throws {
-        // POST, then GET (the fake answers 405 to anything but POST), then POST again on the same
-        // handles: the GET must not leave its method behind, nor a POST its body or headers.
-        let fake = try startFake()
-        let http = try client { $0.maxStreamsPerConnection = 1 }
-        func status(_ r: HTTPRequest) throws -> Int {
-            let outcome = try XCTUnwrap(http.perform([r]).first)
-            guard case .response(let response) = outcome else { XCTFail("\(outcome)"); return 0 }
-            return response.status
-        }
-        XCTAssertEqual(try status(request(fake, 1)), 403, "POST without a token: MissingProviderToken")
-        XCTAssertEqual(try status(HTTPRequest(url: fake.baseURL + "/3/device/d2", method: "GET")), 405)
-        XCTAssertEqual(try status(request(fake, 3)), 403, "POST again after the GET")
-        var put = request(fake, 4)
-        put.method = "PUT"
-        XCTAssertEqual(try status(put), 405)
-        XCTAssertEqual(try status(request(fake, 5)), 403)
+        // The same handle carries all five requests: the GET must not leave its method behind, nor a
+        // POST its body or headers.
+        let http = try contract.eachRequestKeepsItsOwnMethodBodyAndHeaders()
         XCTAssertEqual(http.statistics.handlesCreated, 1, "one handle, reset when the method changed")
     }
 
     func testIdleConnectionIsClosedAfterMaxIdleAndReusedBefore() throws {
-        let fake = try startFake()
-        let http = try client { $0.maxIdleSeconds = 1 }
-        _ = http.perform([request(fake, 1)])
-        _ = http.perform([request(fake, 2)])
-        XCTAssertEqual(http.connectionsOpened, 1, "reused while fresh")
-        Thread.sleep(forTimeInterval: 2.2)
-        _ = http.perform([request(fake, 3)])
-        XCTAssertEqual(http.connectionsOpened, 2, "CURLOPT_MAXAGE_CONN: idle connection replaced")
+        try contract.idleConnectionIsClosedAfterMaxIdleAndReusedBefore()
     }
 
     func testEmptyBatchAndUnreadableCAFile() throws {
-        XCTAssertEqual(try client().perform([]), [])
-        XCTAssertThrowsError(try HTTP2Client.make(configuration: .init(caFile: "/nonexistent/ca.pem"))) { error in
-            XCTAssertEqual((error as? HTTPClientError)?.code, "http.ca_file_unreadable")
-        }
+        try contract.emptyBatchAndUnreadableCAFile()
     }
 
     func testHostKeyIsSchemeAndAuthority() {
@@ -126,8 +85,6 @@ final class HTTP2ClientTests: XCTestCase {
     }
 
     func testBadURLIsNotSent() throws {
-        let outcome = try XCTUnwrap(try client().perform([HTTPRequest(url: "http://127.0.0.1:1/plain-http")]).first)
-        XCTAssertEqual(outcome.transport, .notSent, "only https is allowed")
-        XCTAssertNotNil(outcome.failureDetail)
+        try contract.badURLIsNotSent()
     }
 }

@@ -334,8 +334,7 @@ def provider_bench(a, scale):
     subprocess.run([VENV_PY, f"{REPO}/scripts/fakes/mkcerts.py", f"{TMP}/fakes"], check=True, capture_output=True)
     count = max(500, int(2000 * min(1, scale * 2)))
     return providers.run(a.binary, TMP, log, rounds=a.provider_rounds, count=count,
-                         baseline_binary=a.baseline_binary or None, prototype_exe=a.prototype or None,
-                         perf=bool(a.perf))
+                         baseline_binary=a.baseline_binary or None, perf=bool(a.perf))
 
 
 def pyhpke(seconds, threads):
@@ -357,7 +356,6 @@ def main():
     ap.add_argument("--only", choices=["fairness", "providers"],
                     help="run one phase: fairness prints its figures; providers writes its part of --out")
     ap.add_argument("--baseline-binary", default="", help="pushfleet built from issue 18's starting commit")
-    ap.add_argument("--prototype", default="", help="the nghttp2 prototype executable (h2proto)")
     ap.add_argument("--perf", action="store_true", help="profile the APNs clients with perf")
     ap.add_argument("--provider-rounds", type=int, default=5)
     a = ap.parse_args()

@@ -1,15 +1,18 @@
 """The provider-client part of scripts/bench (issue 18; docs/bench.md "Provider clients").
 
-Worker CPU per request of APNsClient at batch sizes 1, 100 and 500 and of FCMClient at the same
-sizes, against the project's fakes (scripts/fakes, which answer a read's streams together, as a
-provider's front end does), in one run with:
-  - the client of the baseline commit (issue 18's starting point, built by scripts/bench into
-    .build-baseline), for the ratios "today / now";
-  - the nghttp2-over-OpenSSL prototype (scripts/bench_lib/h2proto, not product code);
-  - a perf profile (shared object shares) of the baseline and the current client at batch 100.
-Rounds are interleaved (current, baseline, prototype, then again) so that the machine's load,
-shared with other jobs here, spreads over all of them; each figure is the median round. Every run
-checks that the fake logged every request it answered 200, so no answer is dropped unseen.
+Worker CPU per request of APNsClient and FCMClient at batch sizes 1, 100 and 500, against the
+project's fakes (scripts/fakes, which answer a read's streams together, as a provider's front end
+does), in one run, for three clients:
+  - "cur": the product client, NGHTTP2Client (`pushfleet bench apns|fcm --transport nghttp2`);
+  - "curl": the libcurl client of the same binary (`--transport libcurl`, the fallback and Web Push's);
+  - "base": the APNs client of the baseline commit (issue 18's starting point, libcurl before any of
+    issue 18's changes, built by scripts/bench into .build-baseline), for the ratios "now / then"
+    (that commit has no FCM bench);
+and a perf profile (shared object shares) of each at batch 100.
+Rounds are interleaved (nghttp2, libcurl, baseline, FCM nghttp2, FCM libcurl, then again) so that
+the machine's load, shared with other jobs here, spreads over all of them; each figure is the median
+round. Every run checks that every request was answered 200 and that the fake logged exactly the
+pushes sent, so no answer is dropped or doubled unseen.
 """
 import json
 import os
@@ -64,7 +67,7 @@ def run_json(cmd, timeout=600):
     return json.loads(r.stdout)
 
 
-def current(binary, kind, fake, tmp, count, perf_out=None, sizes=SIZES):
+def current(binary, kind, fake, tmp, count, perf_out=None, sizes=SIZES, transport="nghttp2"):
     d = f"{tmp}/fakes"
     if kind == "apns":
         args = ["apns", "--url", fake.url, "--ca-file", f"{d}/ca.pem", "--key-file", f"{d}/apns_key.p8",
@@ -73,11 +76,13 @@ def current(binary, kind, fake, tmp, count, perf_out=None, sizes=SIZES):
         args = ["fcm", "--url", fake.url, "--ca-file", f"{d}/ca.pem", "--sa-key-file", f"{d}/sa_key.pem",
                 "--client-email", EMAIL, "--project-id", PROJECT]
     cmd = [binary, "bench"] + args + ["--batch-sizes", ",".join(map(str, sizes)), "--rounds", "1",
-                                       "--count", str(count), "--json"]
+                                       "--count", str(count), "--transport", transport, "--json"]
     if perf_out:
         cmd = ["perf", "record", "-q", "-F", "2000", "-o", perf_out, "--"] + cmd
     before = fake.pushes()
     j = run_json(cmd)
+    if j.get("transport") != transport:
+        raise SystemExit(f"bench {kind}: asked for {transport}, the binary ran {j.get('transport')}")
     out = {s: float(j[f"{s}_cpu_us"]) for s in sizes}
     for s in sizes:
         if j[f"{s}_ok"] != j[f"{s}_requests"]:
@@ -102,20 +107,6 @@ def baseline(binary, fake, tmp, count, batch, perf_out=None):
     return float(j["multiplexed_cpu_us"]), float(j["sequential_cpu_us"])
 
 
-def prototype(exe, fake, tmp, count):
-    d = f"{tmp}/fakes"
-    jwt = subprocess.run([VENV_PY, f"{HERE}/apns_jwt.py", f"{d}/apns_key.p8", TEAM, KEY], capture_output=True,
-                         text=True, check=True).stdout.strip()
-    before = fake.pushes()
-    j = run_json([exe, "127.0.0.1", fake.port, f"{d}/ca.pem", "bearer " + jwt, TOPIC, ",".join(map(str, SIZES)),
-                  str(count), "1"])
-    if j["failed"] != "0" or any(j[f"{s}_ok"] != j[f"{s}_requests"] for s in SIZES):
-        raise SystemExit(f"nghttp2 prototype: not every request answered 200: {j}")
-    if fake.pushes() - before != 1 + sum(int(j[f"{s}_requests"]) for s in SIZES):
-        raise SystemExit("nghttp2 prototype: the fake's log does not match the requests sent")
-    return {s: float(j[f"{s}_cpu_us"]) for s in SIZES}
-
-
 def perf_dsos(data, top=8):
     """The shared objects' shares of a perf profile: [(share %, object)]."""
     r = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso", "-g", "none", "--stdio", "-q"],
@@ -128,64 +119,71 @@ def perf_dsos(data, top=8):
     return rows[:top]
 
 
-def run(binary, tmp, log, rounds=5, count=2000, baseline_binary=None, prototype_exe=None, perf=True):
+def run(binary, tmp, log, rounds=5, count=2000, baseline_binary=None, perf=True):
     """Every provider figure; see the module doc."""
     apns, fcm = Fake(tmp, "apns"), Fake(tmp, "fcm")
-    res = {"rounds": rounds, "count": count, "cur": {s: [] for s in SIZES}, "fcm": {s: [] for s in SIZES},
-           "base": {s: [] for s in SIZES}, "proto": {s: [] for s in SIZES}, "perf": {}}
+    keys = ("cur", "curl", "base", "fcm", "fcmcurl")
+    res = {"rounds": rounds, "count": count, "perf": {}}
+    res.update({k: {s: [] for s in SIZES} for k in keys})
     try:
         for r in range(rounds):
             log(f"provider clients, round {r + 1} of {rounds}")
             for s, v in current(binary, "apns", apns, tmp, count).items():
                 res["cur"][s].append(v)
+            for s, v in current(binary, "apns", apns, tmp, count, transport="libcurl").items():
+                res["curl"][s].append(v)
             if baseline_binary:
                 for batch in (100, 500):
                     mux, seq = baseline(baseline_binary, apns, tmp, count, batch)
                     res["base"][batch].append(mux)
                     res["base"][1].append(seq)
-            if prototype_exe:
-                for s, v in prototype(prototype_exe, apns, tmp, count).items():
-                    res["proto"][s].append(v)
             for s, v in current(binary, "fcm", fcm, tmp, count).items():
                 res["fcm"][s].append(v)
+            for s, v in current(binary, "fcm", fcm, tmp, count, transport="libcurl").items():
+                res["fcmcurl"][s].append(v)
         if perf:
-            for name, fn in [("current", lambda p: current(binary, "apns", apns, tmp, 4 * count, p, sizes=(100,))),
-                             ("baseline", lambda p: baseline(baseline_binary, apns, tmp, 4 * count, 100, p))]:
-                if name == "baseline" and not baseline_binary:
-                    continue
+            runs = [("nghttp2", lambda p: current(binary, "apns", apns, tmp, 10 * count, p, sizes=(100,))),
+                    ("libcurl", lambda p: current(binary, "apns", apns, tmp, 10 * count, p, sizes=(100,),
+                                                  transport="libcurl"))]
+            if baseline_binary:
+                runs.append(("baseline", lambda p: baseline(baseline_binary, apns, tmp, 4 * count, 100, p)))
+            for name, fn in runs:
                 data = f"{tmp}/perf-{name}.data"
                 fn(data)
                 res["perf"][name] = perf_dsos(data)
     finally:
         apns.stop()
         fcm.stop()
-    res["median"] = {k: {s: (statistics.median(v) if v else float("nan")) for s, v in res[k].items()}
-                     for k in ("cur", "fcm", "base", "proto")}
+    res["median"] = {k: {s: (statistics.median(v) if v else float("nan")) for s, v in res[k].items()} for k in keys}
     return res
 
 
 def rows(res):
     """Table rows (figure, measured, target, verdict) of `run`'s result."""
     m = res["median"]
-    cur, base, proto, fcm = m["cur"], m["base"], m["proto"], m["fcm"]
+    cur, curl, base = m["cur"], m["curl"], m["base"]
     have_base = bool(res["base"][1])
     out = []
     for s in SIZES:
         target, ok = "-", ""
         if s >= 100:
             target, ok = "≤ 40", ("PASS" if cur[s] <= 40 else "MISS")
-        out.append((f"APNs client CPU per request, batch {s}, fake APNs (µs)", f"{cur[s]:.1f}", target, ok))
+        out.append((f"APNs client CPU per request, batch {s}, fake APNs, nghttp2 (µs)", f"{cur[s]:.1f}", target, ok))
     if have_base:
         for s in SIZES:
             ratio = cur[s] / base[s]
             target, ok = ("≤ 0.6x", "PASS" if ratio <= 0.6 else "MISS") if s == 1 else ("-", "")
-            out.append((f"  baseline client (issue 18's start) at batch {s} (µs), now / then",
+            out.append((f"  baseline client (issue 18's start) at batch {s} (µs), nghttp2 now / then",
                         f"{base[s]:.1f}, {ratio:.2f}x", target, ok))
-    if res["proto"][1]:
-        out.append(("  nghttp2-over-OpenSSL prototype, batch 1 / 100 / 500 (µs)",
-                    " / ".join(f"{proto[s]:.1f}" for s in SIZES), "-", ""))
-    out.append(("FCM client CPU per request, batch 1 / 100 / 500, fake FCM (µs)",
-                " / ".join(f"{fcm[s]:.1f}" for s in SIZES), "-", ""))
+    out.append(("  libcurl client (fallback), batch 1 / 100 / 500 (µs)", " / ".join(f"{curl[s]:.1f}" for s in SIZES),
+                "-", ""))
+    if have_base:
+        out.append(("  libcurl client now / then, batch 1 / 100 / 500",
+                    " / ".join(f"{curl[s] / base[s]:.2f}x" for s in SIZES), "-", ""))
+    out.append(("FCM client CPU per request, batch 1 / 100 / 500, fake FCM, nghttp2 (µs)",
+                " / ".join(f"{m['fcm'][s]:.1f}" for s in SIZES), "-", ""))
+    out.append(("  FCM over libcurl, batch 1 / 100 / 500 (µs)", " / ".join(f"{m['fcmcurl'][s]:.1f}" for s in SIZES),
+                "-", ""))
     return out
 
 
@@ -196,10 +194,11 @@ def markdown(res, cmdline):
              f"{os.getloadavg()[0]:.2f}; command `{cmdline}`.", "",
              "| Figure | Measured | Target | |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows(res)]
+    names = {"cur": "nghttp2", "curl": "libcurl", "base": "baseline", "fcm": "fcm nghttp2", "fcmcurl": "fcm libcurl"}
     lines += ["", "Every round: " + "; ".join(
-        f"{k} " + ", ".join(f"batch {s}: " + "/".join(f"{v:.0f}" for v in res[k][s]) for s in SIZES)
-        for k in ("cur", "base", "proto", "fcm") if res[k][1]) + " (µs)."]
+        f"{names[k]} " + ", ".join(f"batch {s}: " + "/".join(f"{v:.0f}" for v in res[k][s]) for s in SIZES)
+        for k in names if res[k][1]) + " (µs)."]
     for name, dsos in res["perf"].items():
-        what = "batch 100" if name == "current" else "batch 100 then one at a time (that client's bench runs both)"
+        what = "batch 100" if name != "baseline" else "batch 100 then one at a time (that client's bench runs both)"
         lines.append(f"- perf, {name} client, {what}: " + ", ".join(f"{d} {p:.1f}%" for p, d in dsos))
     return "\n".join(lines) + "\n"

@@ -20,6 +20,9 @@ Scenario by device-token prefix (the token in /3/device/<token>):
   truncated    -> 400 with a cut JSON body                       empty       -> 503 with an empty body
   reset        -> RST_STREAM (INTERNAL_ERROR)                    huge        -> 500 with a 200 KiB body
   goaway       -> GOAWAY (Shutdown) without answering, then close drop -> TCP close without answering
+  rst          -> TCP RST 50 ms later, unanswered             freeze      -> the connection stops answering
+  slow         -> 200 after 150 ms                              drain       -> graceful GOAWAY (last stream = this
+                  one), then 200; streams below it are still answered, those above are not processed
 anything else -> 200 with the apns-id. Every 200 is appended to --log as
 {"kind":"push","conn":n,"apns_id":..,"token":..,"topic":..,"priority":..,"expiration":..,
  "collapse_id":..,"iat":..,"jwt_sig":<first 16 chars of the signature>,"jwt":<the whole JWT>,"payload":<body text>}.
@@ -161,6 +164,8 @@ class FakeAPNs:
             return reason(413, "PayloadTooLarge")
         if token.startswith("hang"):  # logged before hanging, so tests can see each attempt's apns-id
             self.log.write({"kind": "hang", "conn": req.conn_id, "apns_id": apns_id, "token": token})
+        if token.startswith("drain"):
+            req.protocol.drain(req.stream_id)
         scenario = await self.scenario(token)
         if scenario is not None:
             return scenario
@@ -202,6 +207,13 @@ class FakeAPNs:
             return "goaway"
         if token.startswith("drop"):
             return "drop"
+        if token.startswith("rst"):
+            await asyncio.sleep(0.05)  # the answers of the same read leave first
+            return "rst"
+        if token.startswith("freeze"):
+            return "freeze"
+        if token.startswith("slow"):
+            await asyncio.sleep(0.15)
         if token.startswith("huge"):
             return Response(500, b"x" * (200 * 1024), [("content-type", "text/plain")])
         return None

@@ -14,18 +14,27 @@ and MAX_CONCURRENT_STREAMS --initial-streams.
 
 A handler is `async def handle(req: Request) -> Response | None`. It may also return the string
 "reset" to reset the stream (RST_STREAM INTERNAL_ERROR), "goaway" to send GOAWAY (last stream = this
-one, debug data {"reason":"Shutdown"}) and close the connection, or "drop" to close the TCP connection.
+one, debug data {"reason":"Shutdown"}) and close the connection, "drop" to close the TCP connection,
+"rst" to abort it with a TCP RST (SO_LINGER 0), or "freeze" to stop reading and writing on the
+connection for good (a server that stops answering; the socket stays open). A handler may call
+`req.protocol.drain(req.stream_id)`: a graceful GOAWAY (NO_ERROR, last stream = that one) written at
+once; streams at or below it are still answered, the connection closes when the last of them is, and
+nothing above it is processed.
 
 Every accepted TCP+TLS connection is written to the JSONL log as {"kind": "connection", "conn": n},
 so tests can count connections (multiplexing check); every stream refused for exceeding the
-advertised SETTINGS_MAX_CONCURRENT_STREAMS as {"kind": "refused", "conn": n}. The bound port is written to --port-file
+advertised SETTINGS_MAX_CONCURRENT_STREAMS as {"kind": "refused", "conn": n}; every PING received
+as {"kind": "ping", "conn": n} (h2 acknowledges it); the client's first SETTINGS as
+{"kind": "client_settings", "conn": n, "initial_window_size": v} (which client it was). The bound port is written to --port-file
 (atomically) and to stdout as "PORT <n>".
 """
 import argparse
 import asyncio
 import json
 import os
+import socket
 import ssl
+import struct
 import sys
 
 import fast_hpack
@@ -35,6 +44,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+import hyperframe.frame
 
 
 class Request:
@@ -96,6 +106,9 @@ class H2Protocol(asyncio.Protocol):
         self.limit = server.initial_streams
         self.window_open = asyncio.Event()
         self.flush_pending = False
+        self.frozen = False
+        self.settings_logged = False
+        self.goaway_last = None  # set by drain(): nothing above it is processed
 
     def connection_made(self, transport):
         self.transport = transport
@@ -122,8 +135,26 @@ class H2Protocol(asyncio.Protocol):
             self.conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.limit})
             self.schedule_flush()
 
+    def drain(self, last_stream_id):
+        """Graceful GOAWAY (NO_ERROR, `last_stream_id`), written after what is pending; see the module doc."""
+        self.flush()
+        self.goaway_last = last_stream_id
+        frame = hyperframe.frame.GoAwayFrame(stream_id=0, last_stream_id=last_stream_id, error_code=0,
+                                             additional_data=b'{"reason":"Shutdown"}')
+        self.transport.write(frame.serialize())
+
+    def close_if_drained(self):
+        if self.goaway_last is None or self.transport.is_closing():
+            return
+        if any(sid <= self.goaway_last for sid in list(self.tasks) + list(self.streams)):
+            return
+        self.flush()
+        self.transport.close()
+
     def flush(self):
         self.flush_pending = False
+        if self.frozen:
+            return
         data = self.conn.data_to_send()
         if data and not self.transport.is_closing():
             self.transport.write(data)
@@ -136,6 +167,8 @@ class H2Protocol(asyncio.Protocol):
             asyncio.get_running_loop().call_soon(self.flush)
 
     def data_received(self, data):
+        if self.frozen:
+            return
         try:
             events = self.conn.receive_data(data)
         except h2.exceptions.ProtocolError:
@@ -166,6 +199,13 @@ class H2Protocol(asyncio.Protocol):
                     self.tasks[ev.stream_id].cancel()  # e.g. a client timeout on a hanging stream
             elif isinstance(ev, h2.events.WindowUpdated):
                 self.window_open.set()
+            elif isinstance(ev, h2.events.PingReceived):
+                self.server.log.write({"kind": "ping", "conn": self.conn_id})
+            elif isinstance(ev, h2.events.RemoteSettingsChanged) and not self.settings_logged:
+                self.settings_logged = True
+                window = ev.changed_settings.get(h2.settings.SettingCodes.INITIAL_WINDOW_SIZE)
+                self.server.log.write({"kind": "client_settings", "conn": self.conn_id,
+                                       "initial_window_size": window.new_value if window else None})
             elif isinstance(ev, h2.events.ConnectionTerminated):
                 self.transport.close()
         self.schedule_flush()
@@ -181,15 +221,18 @@ class H2Protocol(asyncio.Protocol):
         finally:
             self.active -= 1
             self.tasks.pop(req.stream_id, None)
+            self.close_if_drained()
 
     async def answer(self, req):
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self.frozen:
             return  # after a GOAWAY: streams above its last-stream-id are not processed (RFC 9113 §6.8)
+        if self.goaway_last is not None and req.stream_id > self.goaway_last:
+            return
         try:
             resp = await self.server.handler(req)
         except Exception as e:  # a fake bug must show up as a 500, not a silent hang
             resp = Response(500, ("fake error: %r" % (e,)).encode())
-        if resp is None or self.transport.is_closing():
+        if resp is None or self.transport.is_closing() or self.frozen:
             return
         try:
             if resp == "reset":
@@ -204,6 +247,15 @@ class H2Protocol(asyncio.Protocol):
                 return
             if resp == "drop":  # TCP connection closed with no HTTP/2 goodbye
                 self.transport.close()
+                return
+            if resp == "rst":  # TCP connection aborted: the client reads ECONNRESET
+                sock = self.transport.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.transport.abort()
+                return
+            if resp == "freeze":  # stops reading and writing; the connection stays open
+                self.frozen = True
+                self.transport.pause_reading()
                 return
             headers = [(":status", str(resp.status)), ("content-length", str(len(resp.body)))] + resp.headers
             self.conn.send_headers(req.stream_id, headers, end_stream=not resp.body)

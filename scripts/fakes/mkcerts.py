@@ -10,6 +10,8 @@ Writes into OUTDIR:
   sa_key.pem, sa_pub.pem an RSA-2048 key pair standing for a Google service account
   apns_other.p8          a second P-256 key no fake trusts (an app holding the wrong .p8)
   sa_other_key.pem       a second RSA-2048 key no fake trusts (a service account file with the wrong key)
+  other_ca.pem           a second CA that signed nothing (a client trusting only it must refuse the fakes)
+  wronghost.pem/.key     a server certificate from ca.pem for wrong.example only (host name check)
 Nothing here is a real credential; everything is regenerated on each call.
 """
 import datetime
@@ -77,6 +79,27 @@ def main(out):
     sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     write(os.path.join(out, "sa_key.pem"), private_pem(sa))
     write(os.path.join(out, "sa_pub.pem"), public_pem(sa))
+
+    other_key = ec.generate_private_key(ec.SECP256R1())
+    other_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pushfleet other test CA")])
+    other = (x509.CertificateBuilder().subject_name(other_name).issuer_name(other_name)
+             .public_key(other_key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(start).not_valid_after(end)
+             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+             .sign(other_key, hashes.SHA256()))
+    write(os.path.join(out, "other_ca.pem"), other.public_bytes(serialization.Encoding.PEM))
+
+    wrong_key = ec.generate_private_key(ec.SECP256R1())
+    wrong = (x509.CertificateBuilder()
+             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "wrong.example")]))
+             .issuer_name(ca_name).public_key(wrong_key.public_key())
+             .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+             .add_extension(x509.SubjectAlternativeName([x509.DNSName("wrong.example")]), critical=False)
+             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+             .sign(ca_key, hashes.SHA256()))
+    write(os.path.join(out, "wronghost.pem"), wrong.public_bytes(serialization.Encoding.PEM))
+    write(os.path.join(out, "wronghost.key"), private_pem(wrong_key))
 
     write(os.path.join(out, "apns_other.p8"), private_pem(ec.generate_private_key(ec.SECP256R1())))
     write(os.path.join(out, "sa_other_key.pem"), private_pem(rsa.generate_private_key(public_exponent=65537, key_size=2048)))
