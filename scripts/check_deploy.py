@@ -31,6 +31,14 @@ METRICS = {
     "pushfleet_sms_total": "counter",
     "pushfleet_sms_retries_total": "counter",
     "pushfleet_sms_request_duration_seconds": "histogram",
+    # Webhooks (issue 19, part 7).
+    "pushfleet_webhook_attempts_total": "counter",
+    "pushfleet_webhook_deliveries_total": "counter",
+    "pushfleet_webhook_request_duration_seconds": "histogram",
+    "pushfleet_webhook_inflight_requests": "gauge",
+    "pushfleet_webhook_endpoints_disabled_total": "counter",
+    "pushfleet_webhook_endpoints_disabled": "gauge",
+    "pushfleet_webhook_oldest_pending_age_seconds": "gauge",
 }
 METRICS_PORT = 9464
 KEDA_GROUP = "keda.sh/"
@@ -43,6 +51,7 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "worker not ready": "pushfleet_ready",
     "database errors": "pushfleet_db_errors_total",
     "SMS fallback outcome unknown": "pushfleet_sms_total",
+    "webhook endpoints disabled": "pushfleet_webhook_endpoints_disabled_total",
 }
 DASHBOARD_METRICS = set(METRICS) - {"pushfleet_credentials_invalid_total", "pushfleet_db_errors_total",
                                     "pushfleet_ready", "pushfleet_jobs_claimed_total",

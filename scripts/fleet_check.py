@@ -3,7 +3,10 @@
 append-only log. Prints one line per check and `fleet-test: N passed, M failed`; exit 1 on failure."""
 import argparse
 import collections
+import hashlib
+import json
 import os
+import uuid
 import subprocess
 import sys
 
@@ -21,7 +24,7 @@ def one(sql):
 def main():
     ap = argparse.ArgumentParser()
     for name in ["work", "expected", "drained", "sigterm-status", "stop-status", "ledger-status", "broken-status",
-                 "dup-bound", "run-seconds", "seed-seconds", "elapsed"]:
+                 "dup-bound", "run-seconds", "seed-seconds", "elapsed", "webhook-endpoint"]:
         ap.add_argument("--" + name, required=True)
     a = ap.parse_args()
     expected, dup_bound = int(a.expected), int(a.dup_bound)
@@ -100,16 +103,69 @@ def main():
     check("chaos happened mid-run (kills, restart, SIGTERM before the drain)",
           events.count("sigkill") == 2 and "postgres started" in events and "sigterm" in events, events)
 
+    hooks = check_webhooks(a, check)
+
     by_status = q("SELECT coalesce(error_code, status), count(*) FROM push_deliveries GROUP BY 1 ORDER BY 2 DESC")
     encrypted = one("SELECT count(*) FROM push_deliveries WHERE status = 'sent' AND encrypted")
     run_s = float(a.run_seconds)
     print(f"  deliveries by ending: {', '.join(f'{k} {v}' for k, v in by_status)}; sent encrypted {encrypted}")
     print(f"  seed {a.seed_seconds}s, run {run_s:.1f}s ({expected / run_s:.0f} deliveries/s with chaos), "
           f"simulator log {sum(seen.values())} lines, {duplicates} duplicates; whole test {a.elapsed}s")
+    print(f"  webhooks: {hooks}")
     print(f"  events: {events}")
     passed, failed = results.count(True), results.count(False)
     print(f"fleet-test: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
+
+
+def webhook_id(event, endpoint):
+    """WebhookSignature.messageID: msg_ + 32 hex of SHA-256(event uuid bytes || endpoint uuid bytes)."""
+    return "msg_" + hashlib.sha256(uuid.UUID(event).bytes + uuid.UUID(endpoint).bytes).hexdigest()[:32]
+
+
+def check_webhooks(a, check):
+    """Issue 19 under the chaos: every event of the endpoint delivered at least once with its
+    webhook-id, every request verified by standardwebhooks, duplicates only from the kills."""
+    endpoint = a.webhook_endpoint
+    states = dict((r[0], int(r[1])) for r in q("SELECT state, count(*) FROM push_outbox GROUP BY 1"))
+    ok = set(states) == {"done"}
+    check("every webhook delivery done (none pending, none failed)", ok, str(states))
+    if not ok:
+        for row in q("SELECT state, coalesce(last_error, '-'), attempts, count(*) FROM push_outbox WHERE state <> 'done' "
+                     "GROUP BY 1, 2, 3 ORDER BY 4 DESC LIMIT 10"):
+            print("    " + " | ".join(row))
+        for row in q("SELECT a.outbox_id, a.attempt, a.result, coalesce(a.status_code::text, '-'), coalesce(a.error, '-'), "
+                     "coalesce(a.response, '-') FROM push_webhook_attempts a JOIN push_outbox o ON o.id = a.outbox_id "
+                     "WHERE o.state <> 'done' ORDER BY a.attempted_at LIMIT 20"):
+            print("    attempt " + " | ".join(row))
+    expected = {webhook_id(r[0], endpoint) for r in q(
+        f"SELECT e.public_id FROM push_events e JOIN push_outbox o ON o.ref_id = e.id AND o.kind = 'webhook' "
+        f"WHERE o.fair_key = '{endpoint}'")}
+    received = collections.Counter()
+    unverified = 0
+    with open(os.path.join(a.work, "webhooks.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            received[r["webhook_id"]] += 1
+            if r["verified"] != [True] or r["tampered_body_refused"] is not True:
+                unverified += 1
+    check("at least 100 webhook events made during the chaos", len(expected) >= 100, str(len(expected)))
+    lost = len(expected - set(received))
+    check("every webhook event received at least once (none lost across SIGKILLs and the restart)", lost == 0,
+          f"{lost} of {len(expected)} never arrived")
+    stray = len(set(received) - expected)
+    check("every received webhook-id is one of the endpoint's events", stray == 0, f"{stray} stray")
+    check("every received webhook verifies with standardwebhooks (tampered copies refused)", unverified == 0,
+          f"{unverified} of {sum(received.values())} failed")
+    events = open(os.path.join(a.work, "events")).read()
+    in_flight = [int(l.rsplit(":", 1)[1]) for l in events.splitlines() if l.startswith("webhooks in flight")]
+    check("a SIGKILL hit a worker with webhook attempts in flight", len(in_flight) == 2 and any(in_flight),
+          str(in_flight))
+    duplicates = sum(c - 1 for c in received.values() if c > 1)
+    # At most PUSHFLEET_WEBHOOKS_PER_ENDPOINT (32 in the fleet test) attempts of the endpoint are in
+    # flight fleet-wide: each kill and the restart can repeat at most that many (same webhook-id).
+    check("webhooks received twice <= in flight at the kills and the restart (3 x 32)", duplicates <= 96, str(duplicates))
+    return f"{len(expected)} events, {sum(received.values())} requests, {duplicates} duplicates, in flight at kills {in_flight}"
 
 
 if __name__ == "__main__":

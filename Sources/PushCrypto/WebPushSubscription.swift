@@ -1,11 +1,9 @@
-import struct Foundation.URLComponents
-
 /// A validated Web Push subscription (R-DEV-1; the browser's `PushSubscription` JSON:
 /// `endpoint`, `keys.p256dh`, `keys.auth`). Construction validates every field and each refusal
 /// is `VALIDATION_ERROR` naming its field, so the API can answer HTTP 422 with it.
 public struct WebPushSubscription: Equatable, Sendable {
     /// Longest endpoint accepted, in UTF-8 bytes (product decision; real services use ~250).
-    public static let maximumEndpointLength = 2048
+    public static let maximumEndpointLength = OutboundURL.maximumLength
 
     /// The push resource URL, exactly as given.
     public let endpoint: String
@@ -48,50 +46,10 @@ public struct WebPushSubscription: Equatable, Sendable {
         try self.init(endpoint: endpoint, p256dh: key, auth: secret, allowLoopback: allowLoopback)
     }
 
-    /// Validates an endpoint URL and returns its origin (`https://host[:port]`). The URL must
-    /// parse, be at most 2048 bytes of RFC 3986 characters only (unreserved, reserved, `%`: so
-    /// no space, control, backslash or non-ASCII byte on which URL parsers could disagree with
-    /// libcurl), use scheme `https`,
-    /// carry no user info, and have a host that `WebPushAddressPolicy.checkHost` accepts (no
-    /// loopback, private, link-local, unique-local, CGNAT, unspecified or otherwise internal
-    /// address or name). Throws `VALIDATION_ERROR(endpoint)`.
+    /// Validates an endpoint URL and returns its origin (`https://host[:port]`, the port shown
+    /// only when it is not 443): `OutboundURL`'s rules with `https` only. Throws
+    /// `VALIDATION_ERROR(endpoint)`.
     public static func validateEndpoint(_ endpoint: String, allowLoopback: Bool = false) throws -> String {
-        guard !endpoint.isEmpty, endpoint.utf8.count <= maximumEndpointLength else {
-            throw WebPushError.validation("endpoint", "must be 1...\(maximumEndpointLength) bytes")
-        }
-        guard endpoint.utf8.allSatisfy(isURLCharacter) else {
-            throw WebPushError.validation("endpoint", "contains characters outside RFC 3986 (spaces, controls, backslash, non-ASCII)")
-        }
-        guard let url = URLComponents(string: endpoint), let scheme = url.scheme else {
-            throw WebPushError.validation("endpoint", "is not a URL")
-        }
-        guard scheme.lowercased() == "https" else {
-            throw WebPushError.validation("endpoint", "scheme must be https")
-        }
-        guard url.user == nil, url.password == nil else {
-            throw WebPushError.validation("endpoint", "must not carry user info")
-        }
-        guard var host = url.host, !host.isEmpty else {
-            throw WebPushError.validation("endpoint", "has no host")
-        }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        try WebPushAddressPolicy.checkHost(host, allowLoopback: allowLoopback)
-        let shownHost = host.contains(":") ? "[\(host.lowercased())]" : host.lowercased()
-        if let port = url.port, port != 443 {
-            guard (1...65535).contains(port) else { throw WebPushError.validation("endpoint", "port out of range") }
-            return "https://\(shownHost):\(port)"
-        }
-        return "https://\(shownHost)"
-    }
-
-    /// RFC 3986 characters: ALPHA DIGIT `-._~` (unreserved), `:/?#[]@!$&'()*+,;=` (reserved), `%`.
-    private static func isURLCharacter(_ c: UInt8) -> Bool {
-        switch c {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return Array("-._~:/?#[]@!$&'()*+,;=%".utf8).contains(c)
-        }
+        try OutboundURL(endpoint, field: "endpoint", allowLoopback: allowLoopback).origin
     }
 }

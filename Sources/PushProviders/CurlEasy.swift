@@ -10,7 +10,8 @@ enum CurlGlobal {
 /// reset (`curl_easy_reset`) and set up again instead of created and cleaned up per request. The
 /// header list and the body live in buffers the handle owns and grows (no `curl_slist_append` or
 /// `COPYPOSTFIELDS` copy per request); response headers are kept as raw bytes and parsed once when
-/// the transfer ends. Freed in `deinit`. Never shared between threads while a transfer runs.
+/// the transfer ends. Freed in `deinit`. Never shared between threads while a transfer runs. The
+/// webhook dispatcher's `HTTPTransferPool` reuses handles the same way.
 final class CurlEasy {
     private let handle: UnsafeMutableRawPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -110,7 +111,7 @@ final class CurlEasy {
     private func configureFixed(_ shape: Shape) throws {
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        try set(CURLOPT_PIPEWAIT, 1)
+        if config.pipeWait { try set(CURLOPT_PIPEWAIT, 1) }
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
         if let ca = config.caFile { try set(CURLOPT_CAINFO, ca) }
@@ -124,7 +125,7 @@ final class CurlEasy {
             try set(CURLOPT_FRESH_CONNECT, 1)
             try set(CURLOPT_FORBID_REUSE, 1)
         }
-        try set(CURLOPT_PROTOCOLS_STR, "https")
+        try set(CURLOPT_PROTOCOLS_STR, config.allowedProtocols)
         // Never follow a redirect: a provider answer is final, and a Location could point anywhere.
         try set(CURLOPT_FOLLOWLOCATION, 0)
         curl_slist_free_all(resolveList)

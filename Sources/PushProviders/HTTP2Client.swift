@@ -313,8 +313,8 @@ public final class HTTP2Client: HTTPTransport, @unchecked Sendable {
     fileprivate static func monotonicMillis() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
 
     /// Maps a finished transfer to an outcome (a reset, refused stream or GOAWAY is retryable on a new
-    /// connection).
-    fileprivate static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
+    /// connection). Shared with `HTTPTransferPool`.
+    static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
         if result == CURLE_OK {
             return .response(HTTPResponse(status: easy.status, headers: easy.responseHeaders(), body: easy.body,
                                           bodyTruncated: easy.bodyTruncated, httpVersion: easy.httpVersion))

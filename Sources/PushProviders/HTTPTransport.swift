@@ -70,6 +70,14 @@ public struct HTTPClientConfiguration: Sendable {
     /// twice (an SMS): on a reused connection that the server closed as the request went out,
     /// libcurl writes the request again on a new one, which only the sender can know to be unsafe.
     public var freshConnectionPerRequest: Bool = false
+    /// libcurl only: schemes it may use (CURLOPT_PROTOCOLS_STR). Default `https`; `http,https` only
+    /// where a caller admits plain HTTP to loopback (webhooks in test mode with
+    /// `PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK`). The nghttp2 client speaks HTTPS (h2 over TLS) only.
+    public var allowedProtocols: String = "https"
+    /// libcurl only: wait for an HTTP/2 connection being set up rather than open another
+    /// (CURLOPT_PIPEWAIT). Default true (providers multiplex); false for webhook endpoints, mostly
+    /// HTTP/1.1, where waiting would serialize requests behind one connection's handshake.
+    public var pipeWait: Bool = true
 
     /// Defaults, with an optional CA file (tests pass their fake CA).
     public init(caFile: String? = nil) { self.caFile = caFile }

@@ -56,8 +56,9 @@ public final class MaintenanceStore {
         try run(MaintenanceQueries.deleteOldDeliveries, olderThan, limit)
     }
 
-    /// Deletes up to `limit` webhook events delivered before `olderThan`; undelivered events are
-    /// kept whatever their age (R-PRV-4). - Returns: the number deleted. - Throws: `PGError`.
+    /// Deletes up to `limit` webhook events finished before `olderThan` (each delivery of them
+    /// delivered or failed for good), with their deliveries and attempt log; undelivered events are
+    /// kept whatever their age (R-PRV-4). - Returns: the number of events deleted. - Throws: `PGError`.
     @discardableResult
     public func deleteDeliveredEvents(olderThan: Date, limit: Int) throws -> Int {
         try run(MaintenanceQueries.deleteDeliveredEvents, olderThan, limit)

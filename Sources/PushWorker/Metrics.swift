@@ -78,6 +78,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     public let queueOldestDueAge = Gauge()
     /// The SMS dispatcher's series (`SMSMetrics`).
     public let sms = SMSMetrics()
+    /// The webhook dispatcher's series (`WebhookMetrics`).
+    public let webhooks = WebhookMetrics()
 
     public init() {}
 
@@ -131,6 +133,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         header("pushfleet_seal_duration_seconds", "histogram", "Time to seal one envelope (HPKE).")
         out += Self.histogramLines("pushfleet_seal_duration_seconds", sealLatency, labels: "")
         out += sms.render()
+        out += webhooks.render()
         return out
     }
 
@@ -152,6 +155,8 @@ public final class LabeledGauge: @unchecked Sendable {
     private var values: [String: Double] = [:]
     public init(labelName: String) { self.labelName = labelName }
     public func set(_ label: String, _ v: Double) { lock.withLock { values[label] = v } }
+    /// Replaces every series at once (labels not in `all` disappear).
+    public func replaceAll(_ all: [String: Double]) { lock.withLock { values = all } }
     public var snapshot: [String: Double] { lock.withLock { values } }
 }
 

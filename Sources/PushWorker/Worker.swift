@@ -44,6 +44,8 @@ public final class Worker: @unchecked Sendable {
     public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
     /// SMS fallbacks (R-SMS-1), on their own thread and connection beside the job loop; nil: none.
     public var smsDispatcher: SMSDispatcher?
+    /// Webhook delivery, on its own thread and connection beside the job loop; nil: none.
+    public var webhookDispatcher: WebhookDispatcher?
     private let readiness: ReadinessGate
     /// The job ids this worker has processed (tests and the fleet test read it).
     public private(set) var processedJobs = 0
@@ -73,6 +75,7 @@ public final class Worker: @unchecked Sendable {
             stopRequested = true
         }
         smsDispatcher?.requestStop(drainSeconds: max(0, config.drainSeconds - 2))
+        webhookDispatcher?.requestStop(drainSeconds: max(0, config.drainSeconds - 2))
     }
 
     /// Outcomes waiting to be recorded after a broken connection (see `deferredRecords`); read it
@@ -92,6 +95,7 @@ public final class Worker: @unchecked Sendable {
         keeper.start()
         defer { keeper.stop() }
         smsDispatcher?.start()
+        webhookDispatcher?.start()
         var backoff = 0.2
         log.info("worker.start", ["owner": config.owner, "claim_limit": config.claimLimit, "batch_size": config.batchSize,
                                   "lease_seconds": config.leaseSeconds, "poll_interval_s": config.pollInterval,
@@ -120,8 +124,9 @@ public final class Worker: @unchecked Sendable {
             }
         }
         finishDeferredRecords()
-        smsDispatcher?.stop(timeout: max(0, (stopLock.withLock { stopRequestedAt } ?? Date())
-                                                .addingTimeInterval(config.drainSeconds - 1).timeIntervalSinceNow))
+        let drainLeft = (stopLock.withLock { stopRequestedAt } ?? Date()).addingTimeInterval(config.drainSeconds - 1).timeIntervalSinceNow
+        webhookDispatcher?.stop(timeout: max(0, drainLeft))
+        smsDispatcher?.stop(timeout: max(0, drainLeft))
         log.info("worker.stop", ["owner": config.owner, "processed_jobs": processedJobs])
     }
 

@@ -19,8 +19,8 @@ extension Commands {
       for live SMS fallbacks (R-SMS-1); test mode never uses it.
       Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY (base64url, 32 bytes). A new set starts unverified;
       replacing a set resets its state, its first acceptance time is kept (R-APP-3). rotate-key re-seals every
-      set under PUSHFLEET_CREDENTIALS_KEY, opening each with it or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS, and the
-      fleet's sealed APNs provider tokens with them.
+      set under PUSHFLEET_CREDENTIALS_KEY, opening each with it or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS, the
+      fleet's sealed APNs provider tokens, and every webhook endpoint's signing secrets.
     """
 
     /// A set as printed: identifiers and state, never the secret.
@@ -104,8 +104,13 @@ extension Commands {
             }
             out.emit(KV(fields: ["removed": kind.rawValue])) { "removed the \(kind.rawValue) set" }
         case "rotate-key":
-            let n = try CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment(env)).rotateKey()
-            out.emit(ResealOutput(resealed: n)) { "re-sealed \(n) credential set(s) under \(CredentialKeys.currentVariable)" }
+            let keys = try CredentialKeys.fromEnvironment(env)
+            let conn = try connect()
+            let n = try CredentialStore(connection: conn, keys: keys).rotateKey()
+            let hooks = try WebhookEndpointStore(connection: conn, keys: keys).rotateKey()
+            out.emit(ResealOutput(resealed: n, webhookEndpointsResealed: hooks)) {
+                "re-sealed \(n) credential set(s) and the secrets of \(hooks) webhook endpoint(s) under \(CredentialKeys.currentVariable)"
+            }
         default:
             print(credentialsHelp)
             if !args.flag("help") { throw CLIError.usage("apps credentials: give set, show, remove or rotate-key") }

@@ -1,7 +1,7 @@
 import Foundation
-import PushCore
 import PushStore
 import PushWorker
+import PushCore
 
 /// The worker's fleet options: the operators' HTTP endpoint and the simulator's delivery log.
 extension Commands {
@@ -40,6 +40,33 @@ extension Commands {
         } catch let e as PushError {
             throw CLIError.usage(e.message)
         }
+    }
+
+    /// The webhook dispatcher for `pushfleet worker` (`WebhookDispatcherConfig.fromEnvironment`), or
+    /// nil when `PUSHFLEET_WEBHOOKS=off` or when `PUSHFLEET_CREDENTIALS_KEY` is not set (endpoint
+    /// secrets cannot be opened without it: deliveries wait, and `webhook.dispatcher.off` says why).
+    /// - Throws: `CLIError.usage` for a setting out of range or a malformed key.
+    static func webhookDispatcher(_ env: [String: String], owner: String, databaseURL: String,
+                                  metrics: WorkerMetrics) throws -> WebhookDispatcher? {
+        let config: WebhookDispatcherConfig?
+        do {
+            config = try WebhookDispatcherConfig.fromEnvironment(env, owner: owner)
+        } catch let e as PushError {
+            throw CLIError.usage(e.message)
+        }
+        guard let config else { return nil }
+        guard env[CredentialKeys.currentVariable]?.isEmpty == false else {
+            Log.shared.warn("webhook.dispatcher.off", ["reason": "\(CredentialKeys.currentVariable) is not set",
+                                                      "effect": "webhook deliveries wait until a worker has the key"])
+            return nil
+        }
+        let keys: CredentialKeys
+        do {
+            keys = try CredentialKeys.fromEnvironment(env)
+        } catch let e as PushError {
+            throw CLIError.usage(e.message)
+        }
+        return try WebhookDispatcher(config: config, databaseURL: databaseURL, keys: keys, metrics: metrics.webhooks)
     }
 
     /// Wraps `router` in a `SimulatorLogRouter` when `$PUSHFLEET_SIMULATOR_LOG` names a file.

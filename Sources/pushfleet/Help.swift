@@ -15,6 +15,7 @@ enum Help {
       stats [--watch]                queue depth by state, due now, age of the oldest due job
       jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
       ledger check                   audit charges and refunds against deliveries (R-SEND-8/9)
+      webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
       keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
       envelope open                  open an envelope with a device private key (test tooling)
 
@@ -26,10 +27,15 @@ enum Help {
     Usage: pushfleet worker [--claim-limit N] [--batch-size N] [--lease-seconds S] [--poll-interval S]
                             [--until-drained] [--metrics-addr HOST:PORT]
       --claim-limit     jobs claimed at once (default 128, or PUSHFLEET_CONCURRENCY)
-      --until-drained   exit 0 once no job is available or running (scheduled ones are waited for)
+      --until-drained   exit 0 once no job is available or running and no webhook is due or in flight
+                        (scheduled jobs are waited for, webhook retries scheduled later are not)
       --metrics-addr    /metrics, /healthz, /readyz (default 0.0.0.0:9464; 127.0.0.1:PORT; off)
       Environment: PUSHFLEET_DRAIN_SECONDS (default 25), PUSHFLEET_LOG_LEVEL, PUSHFLEET_METRICS_ADDR,
                    PUSHFLEET_SIMULATOR_LOG (append one line per push the simulator accepts; tests)
+      Webhooks (dispatched beside the jobs; needs PUSHFLEET_CREDENTIALS_KEY): PUSHFLEET_WEBHOOKS=on|off,
+                   PUSHFLEET_WEBHOOKS_PER_ENDPOINT (default 8 in flight per endpoint, fleet-wide),
+                   PUSHFLEET_WEBHOOKS_MAX_IN_FLIGHT (128), PUSHFLEET_WEBHOOKS_LEASE_SECONDS (60),
+                   PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (local testing), PUSHFLEET_WEBHOOKS_CA_FILE
     """
 
     static let apps = """

@@ -51,6 +51,8 @@ struct RetryOutput: Encodable {
 /// `pushfleet apps credentials rotate-key --json`.
 struct ResealOutput: Encodable {
     var resealed: Int
+    /// Webhook endpoints whose signing secrets were re-sealed too.
+    var webhookEndpointsResealed: Int
 }
 
 /// `pushfleet send --json`: `created` is a boolean (true: a new notification; false: a replay of

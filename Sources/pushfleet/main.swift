@@ -59,6 +59,7 @@ do {
         "notifications": [],
         "stats": ["watch", "interval"],
         "jobs": ["state", "limit"],
+        "webhooks": ["app", "mode", "url", "events", "endpoint", "event", "limit"],
         "keys": ["private-key", "envelope"], "envelope": ["private-key", "envelope"],
     ]
     if let allowed = known[command] { try args.allowOnly(allowed) }
@@ -91,6 +92,9 @@ do {
     case "ledger":
         if args.flag("help") || sub == nil { print(Commands.ledgerHelp); break }
         try Commands.ledger(sub!, args, out)
+    case "webhooks":
+        if args.flag("help") || sub == nil { print(Commands.webhooksHelp); break }
+        try Commands.webhooks(sub!, args, out)
     case "jobs":
         if args.flag("help") || sub == nil { print(Help.jobs); break }
         try Commands.jobs(sub!, args, out)

@@ -3,6 +3,7 @@ import PushAcceptance
 import PushCore
 import PushCrypto
 import PushStore
+import PushTestSupport
 import XCTest
 
 /// `AcceptanceService` for devices and apps: the device as stored in the answer, the key's three
@@ -79,6 +80,7 @@ final class RegistryAcceptanceTests: AcceptanceTestCase {
 
     func testAppChangesAndTurningEncryptionOffRecordsAnEvent() throws {
         let created = try service.createApp(AppCreateRequest(name: "acme", requireEncryption: true))
+        try WebhookFixture.subscribeToEverything(conn, appID: created.id)   // an event nobody wants is not kept
         XCTAssertEqual(created.placeholderTitle, "New notification")
         XCTAssertEqual(created.placeholderBody, "")
         let renamed = try service.updateApp(id: created.id, AppUpdateRequest(name: "acme 2", placeholderTitle: "New message"))

@@ -22,6 +22,7 @@ class RegistryTestCase: PGTestCase {
         let report = try Migrator(connection: conn, directory: Self.sqlDirectory).migrate()
         XCTAssertGreaterThanOrEqual(report.databaseVersion, 3, "sql/ not found at \(Self.sqlDirectory)")
         appID = try AppStore(connection: conn).appCreate(name: "registry-tests").id
+        try WebhookFixture.subscribeToEverything(conn, appID: appID)   // keeps the app's events to look at
         registry = DeviceRegistry(connection: conn)
     }
 

@@ -28,6 +28,7 @@ class LiveRouterTestCase: XCTestCase {
         database = fresh.database
         conn = fresh.connection
         appID = try AppStore(connection: conn).appCreate(name: appName()).id
+        try WebhookFixture.subscribeToEverything(conn, appID: appID)   // keeps the app's events to look at
         keys = try CredentialKeys(current: SecretBox.generateKey())
     }
 

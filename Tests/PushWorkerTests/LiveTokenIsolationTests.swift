@@ -99,6 +99,7 @@ final class LiveTokenIsolationTests: LiveTestCase {
     private func twoApps(_ platform: Platform, set: (UUID, Bool) throws -> Void) throws
         -> (right: UUID, wrong: UUID, rightTokens: Set<String>, wrongTokens: Set<String>) {
         let right = appID!, wrong = try AppStore(connection: conn).appCreate(name: "wrong-\(tag)").id
+        try WebhookFixture.subscribeToEverything(conn, appID: wrong)   // keeps its events to look at
         try set(right, true)
         try set(wrong, false)
         let rightTokens = try (0..<3).map { try device("ok", platform: platform, user: "r\($0)", n: $0, app: right).token }

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import PushStore
 import PushWorker
+import PushTestSupport
 
 /// Issue 4 part 7 (retention) and R-DEV-7 (cleanup) through the worker's maintainer.
 /// (`WorkerTestCase` gives each test a fresh migrated database and `conn`.)
@@ -10,6 +11,7 @@ final class MaintainerTests: WorkerTestCase {
     /// a delivered event and a device deactivated long ago.
     private func seedOldRows(daysAgo: Int) throws -> (notification: UUID, device: UUID) {
         let app = try AppStore(connection: conn).appCreate(name: "retention")
+        try WebhookFixture.subscribeToEverything(conn, appID: app.id)   // so the delivered event is kept
         let device = try conn.exec("""
             INSERT INTO push_devices (app_id, mode, platform, token, user_id, active, deactivated_at, deactivation_reason)
             VALUES ($1::uuid, 'test', 'ios', 'old_token', 'u1', false, now() - make_interval(days => $2::int), 'DELETED')

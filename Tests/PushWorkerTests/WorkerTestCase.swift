@@ -127,8 +127,11 @@ class WorkerTestCase: XCTestCase {
 
     // MARK: - Apps, devices, notifications
 
+    /// Creates an app whose events are kept (`WebhookFixture`: endpoints that want every type).
     func createApp(requireEncryption: Bool = false, name: String = "app") throws -> UUID {
-        try AppStore(connection: conn).appCreate(name: name, requireEncryption: requireEncryption).id
+        let id = try AppStore(connection: conn).appCreate(name: name, requireEncryption: requireEncryption).id
+        try WebhookFixture.subscribeToEverything(conn, appID: id)
+        return id
     }
 
     /// Registers an iOS or Android device through the registry (validation included).

@@ -1,3 +1,4 @@
+import PushCore
 import struct Foundation.Date
 
 /// Text form of `timestamptz` values, both ways, without Foundation's formatters (which are slow
@@ -34,7 +35,7 @@ enum PGTimestamp {
         let perDay: Int64 = 86_400_000_000
         let days = floorDiv(micros, perDay)
         var rest = micros - days * perDay
-        let (y, m, d) = civil(fromDays: days)
+        let (y, m, d) = RFC3339.civil(fromDays: days)
         let hour = rest / 3_600_000_000; rest -= hour * 3_600_000_000
         let minute = rest / 60_000_000; rest -= minute * 60_000_000
         let second = rest / 1_000_000; rest -= second * 1_000_000
@@ -109,18 +110,6 @@ enum PGTimestamp {
     private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-    }
-
-    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = floorDiv(z, 146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 
     private static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {

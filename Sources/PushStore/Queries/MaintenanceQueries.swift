@@ -38,15 +38,20 @@ enum MaintenanceQueries {
                FOR UPDATE SKIP LOCKED)
     """
 
-    /// Webhook events delivered before `$1` (undelivered ones are kept whatever their age).
-    /// `push_events_delivered_idx`.
+    /// Webhook events finished before `$1` (every delivery of them delivered or failed for good;
+    /// undelivered ones are kept whatever their age), with their outbox rows and, by cascade, their
+    /// attempt log. `push_events_delivered_idx`, then push_outbox (kind, ref_id, fair_key).
     static let deleteDeliveredEvents = """
-    DELETE FROM push_events
-     WHERE id IN (SELECT id FROM push_events
-                   WHERE delivered_at IS NOT NULL AND delivered_at < $1::timestamptz
-                   ORDER BY delivered_at
-                   LIMIT $2::int
-                     FOR UPDATE SKIP LOCKED)
+    WITH ev AS (
+        SELECT id FROM push_events
+         WHERE delivered_at IS NOT NULL AND delivered_at < $1::timestamptz
+         ORDER BY delivered_at
+         LIMIT $2::int
+           FOR UPDATE SKIP LOCKED
+    ), deliveries AS (
+        DELETE FROM push_outbox o USING ev WHERE o.kind = 'webhook' AND o.ref_id = ev.id
+    )
+    DELETE FROM push_events WHERE id IN (SELECT id FROM ev)
     """
 
     /// Erases title, body, data, sound, thread id and the SMS fallback's phone and text (R-SMS-1) of
