@@ -57,6 +57,11 @@ CREATE INDEX push_sms_outbox_erasable_idx ON push_sms_outbox (finished_at)
 -- this migration's lock; new rows are checked).
 ALTER TABLE push_outbox DROP CONSTRAINT push_outbox_kind_check;
 ALTER TABLE push_outbox ADD CONSTRAINT push_outbox_kind_check CHECK (kind IN ('webhook', 'sms')) NOT VALID;
+-- Retention's pruning of SMS outbox rows that ended (MaintenanceQueries.pruneFinishedSMSOutbox):
+-- the outcome stays on push_sms_outbox, the dispatch state goes. Webhook rows never enter it (they
+-- go with their events), and an SMS row enters it once, when it ends.
+CREATE INDEX push_outbox_sms_finished_idx ON push_outbox (finished_at)
+    WHERE kind = 'sms' AND state IN ('done', 'failed');
 
 -- R-SEND-9, R-SMS-1: each SMS the provider took (or may have) is one ledger row of kind 'sms', on
 -- device_id 00000000-0000-0000-0000-000000000000 (no device: one row per notification), mode the

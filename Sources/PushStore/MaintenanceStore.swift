@@ -49,6 +49,13 @@ public final class MaintenanceStore {
         try run(MaintenanceQueries.pruneFinishedJobs, olderThan, limit)
     }
 
+    /// Deletes up to `limit` SMS outbox rows (kind `sms`) that ended before `olderThan`; their
+    /// SMS's outcome stays (push_sms_outbox). - Returns: the number deleted. - Throws: `PGError`.
+    @discardableResult
+    public func pruneFinishedSMSOutbox(olderThan: Date, limit: Int) throws -> Int {
+        try run(MaintenanceQueries.pruneFinishedSMSOutbox, olderThan, limit)
+    }
+
     /// Deletes up to `limit` final delivery rows (sent or failed) finished before `olderThan`;
     /// rows still retrying are kept. - Returns: the number deleted. - Throws: `PGError`.
     @discardableResult

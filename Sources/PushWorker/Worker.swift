@@ -206,9 +206,10 @@ public final class Worker: @unchecked Sendable {
         if let maintainer, now.timeIntervalSince(lastMaintenance) >= maintainer.config.interval {
             lastMaintenance = now
             let r = try maintainer.runOnce(connection: conn, now: now)
-            if r.ranLeader && r.jobs + r.deliveries + r.events + r.devices + r.erased > 0 {
-                log.info("maintenance.run", ["jobs": r.jobs, "deliveries": r.deliveries, "events": r.events,
-                                             "devices": r.devices, "erased": r.erased])
+            if r.ranLeader && r.jobs + r.smsOutbox + r.deliveries + r.events + r.devices + r.erased + r.smsErased > 0 {
+                log.info("maintenance.run", ["jobs": r.jobs, "sms_outbox": r.smsOutbox, "deliveries": r.deliveries,
+                                             "events": r.events, "devices": r.devices, "erased": r.erased,
+                                             "sms_erased": r.smsErased])
             }
         }
         claimStatements = store.connection.statementCount

@@ -71,6 +71,35 @@ final class SMSErasureTests: SMSTestCase {
         XCTAssertEqual(replay.notificationID, sent)
     }
 
+    /// Retention prunes the outbox rows of SMS that ended (after the finished jobs' day); the
+    /// outcome stays on the SMS, one still waiting keeps its row, and nothing is sent again.
+    func testRetentionPrunesTheOutboxRowsOfEndedSMSAndKeepsTheirOutcome() throws {
+        let fake = try startTwilio(["--retry-after", "3600"])
+        try setTwilio(fake.baseURL)
+        let sent = try smsNotification(mode: .test, phone: "+33655555555")
+        let waiting = try smsNotification(mode: .live, phone: "+19990000429")   // deferred (429): available
+        let d = try dispatcher()
+        XCTAssertEqual(try d.runOnce(smsConn), 2)
+        func rows() throws -> [String] {
+            let r = try conn.exec("SELECT state FROM push_outbox WHERE kind = 'sms' ORDER BY state")
+            return try r.rows.map { try r.string($0, "state") }
+        }
+        XCTAssertEqual(try rows(), ["available", "done"])
+        let maintainer = Maintainer(config: Maintainer.Config())
+        XCTAssertEqual(try maintainer.runOnce(connection: conn).smsOutbox, 0, "kept for a day")
+        let later = try maintainer.runOnce(connection: conn, now: Date().addingTimeInterval(2 * 86_400))
+        XCTAssertEqual(later.smsOutbox, 1)
+        XCTAssertEqual(try rows(), ["available"], "the waiting SMS keeps its row")
+        let s = try sms(sent)
+        XCTAssertEqual(s.status, "queued", "the outcome stays")
+        XCTAssertNotNil(s.providerMessageID)
+        XCTAssertEqual(try smsLedger(sent).count, 1)
+        try smsDueNow()
+        XCTAssertEqual(try d.runOnce(smsConn), 1, "only the waiting SMS is claimed")
+        XCTAssertEqual(try sms(sent).attempts, 1)
+        XCTAssertEqual(try sms(waiting).attempts, 2)
+    }
+
     func testTheOptInSMSFinishedEventCarriesTheOutcomeNeverThePhoneOrTheText() throws {
         _ = try conn.exec("""
             INSERT INTO push_webhook_endpoints (id, app_id, mode, url, event_types, secret_sealed)

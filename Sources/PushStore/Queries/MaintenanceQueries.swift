@@ -27,6 +27,18 @@ enum MaintenanceQueries {
                      FOR UPDATE SKIP LOCKED)
     """
 
+    /// SMS outbox rows (kind `sms`) that ended (done or failed) before `$1`: dispatch state only, the
+    /// SMS's outcome stays on push_sms_outbox (R-SMS-1). `push_outbox_sms_finished_idx`.
+    static let pruneFinishedSMSOutbox = """
+    DELETE FROM push_outbox
+     WHERE id IN (SELECT id FROM push_outbox
+                   WHERE kind = 'sms' AND state IN ('done', 'failed') AND finished_at < $1::timestamptz
+                   ORDER BY finished_at
+                   LIMIT $2::int
+                     FOR UPDATE SKIP LOCKED)
+       AND state IN ('done', 'failed')
+    """
+
     /// Final delivery rows (sent or failed) finished before `$1`. `push_deliveries_finished_idx`.
     static let deleteOldDeliveries = """
     DELETE FROM push_deliveries
