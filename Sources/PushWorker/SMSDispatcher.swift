@@ -28,11 +28,7 @@ public final class SMSDispatcher: @unchecked Sendable {
     private let jitter: @Sendable () -> Double
     private let simulator = SMSSimulator()
 
-    private let stopLock = NSLock()
-    private var stopRequested = false
-    private var stopDeadline: Date?
-    private let finished = DispatchSemaphore(value: 0)
-    private var started = false
+    private let thread = DispatcherThread()
 
     private var connection: PGConnection?
     private var pendingRecords: [SMSAttemptRecord] = []
@@ -58,32 +54,21 @@ public final class SMSDispatcher: @unchecked Sendable {
 
     /// Runs the loop on a thread of its own.
     public func start() {
-        started = true
-        let t = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        t.name = "pushfleet-sms"
-        t.start()
+        thread.start(name: "pushfleet-sms") { [self] in run() }
     }
 
     /// Stops claiming; outcomes not yet written are written until `drainSeconds` from now.
     public func requestStop(drainSeconds: Double = 20) {
-        stopLock.withLock {
-            if !stopRequested { stopDeadline = Date().addingTimeInterval(drainSeconds) }
-            stopRequested = true
-        }
+        thread.requestStop(drainSeconds: drainSeconds)
     }
 
     /// `requestStop`, then waits for the thread started by `start`, at most `timeout` seconds.
     @discardableResult
     public func stop(timeout: Double) -> Bool {
-        requestStop(drainSeconds: max(0, timeout - 1))
-        guard started else { return true }
-        return finished.wait(timeout: .now() + timeout) == .success
+        thread.stop(timeout: timeout)
     }
 
-    private var isStopping: Bool { stopLock.withLock { stopRequested } }
+    private var isStopping: Bool { thread.isStopping }
 
     // MARK: - Loop
 
@@ -95,7 +80,7 @@ public final class SMSDispatcher: @unchecked Sendable {
         while true {
             let stopping = isStopping
             if stopping && pendingRecords.isEmpty { break }
-            if stopping, let deadline = stopLock.withLock({ stopDeadline }), Date() > deadline {
+            if stopping, thread.drainExpired {
                 log.error("sms.dispatcher.unwritten", ["unrecorded": pendingRecords.count,
                                                        "effect": "sending ones become unknown once their leases expire"])
                 break
