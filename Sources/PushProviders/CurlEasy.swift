@@ -30,6 +30,8 @@ final class CurlEasy {
     private(set) var status = 0
     private(set) var body: [UInt8] = []
     private(set) var bodyTruncated = false
+    /// True when this handle stops a transfer past the answer cap (`stopReadingPastResponseCap`).
+    var stopsPastResponseCap: Bool { config.stopReadingPastResponseCap }
 
     /// The options a request needs beyond the per-request ones.
     private struct Shape: Equatable {
@@ -245,10 +247,13 @@ final class CurlEasy {
 
     // MARK: - Callbacks
 
-    fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) {
+    /// Keeps the answer's first `maxResponseBodyBytes`; false (stop the transfer) once past them
+    /// when `stopReadingPastResponseCap`.
+    fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let room = config.maxResponseBodyBytes - body.count
         if bytes.count > room { bodyTruncated = true }
         if room > 0 { body.append(contentsOf: bytes.prefix(room)) }
+        return !(bodyTruncated && config.stopReadingPastResponseCap)
     }
 
     fileprivate func headerLine(_ bytes: UnsafeRawBufferPointer) {
@@ -271,9 +276,11 @@ private func curlWriteCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
                                _ user: UnsafeMutableRawPointer?) -> Int {
     let total = size * count
     guard let data, let user else { return total }
-    Unmanaged<CurlEasy>.fromOpaque(user).takeUnretainedValue()
+    let more = Unmanaged<CurlEasy>.fromOpaque(user).takeUnretainedValue()
         .appendBody(UnsafeRawBufferPointer(start: data, count: total))
-    return total  // bytes past the cap are consumed and dropped, so the transfer completes
+    // Past the cap: bytes are consumed and dropped so the transfer completes, or, with
+    // `stopReadingPastResponseCap`, the transfer stops here (0: CURLE_WRITE_ERROR, the connection closed).
+    return more ? total : 0
 }
 
 private func curlHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,

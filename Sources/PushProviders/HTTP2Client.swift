@@ -315,7 +315,9 @@ public final class HTTP2Client: HTTPTransport, @unchecked Sendable {
     /// Maps a finished transfer to an outcome (a reset, refused stream or GOAWAY is retryable on a new
     /// connection). Shared with `HTTPTransferPool`.
     static func classify(_ result: CURLcode, easy: CurlEasy) -> HTTPOutcome {
-        if result == CURLE_OK {
+        if result == CURLE_OK || (result == CURLE_WRITE_ERROR && easy.bodyTruncated && easy.status > 0
+                                  && easy.stopsPastResponseCap) {
+            // A transfer stopped past the answer cap still has its status and first bytes.
             return .response(HTTPResponse(status: easy.status, headers: easy.responseHeaders(), body: easy.body,
                                           bodyTruncated: easy.bodyTruncated, httpVersion: easy.httpVersion))
         }

@@ -11,7 +11,7 @@ internal import CCurl
 /// per-host connection limit (the caller bounds its own concurrency), and at most
 /// `maxTotalConnections` are open. Each request's deadline counts from its `start`
 /// (CURLOPT_TIMEOUT_MS); redirects are never followed; answers are kept up to
-/// `maxResponseBodyBytes`; `resolve` pins are honoured (`HTTPRequest.resolve`).
+/// `maxResponseBodyBytes` (and read no further with `stopReadingPastResponseCap`); `resolve` pins are honoured (`HTTPRequest.resolve`).
 ///
 /// libcurl, not `NGHTTP2Client`, and not an `HTTPTransport` (whose `perform` waits for a whole
 /// batch): customers' endpoints mostly speak HTTP/1.1, the send-time guard needs pinned resolutions

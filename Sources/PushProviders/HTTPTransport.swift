@@ -61,6 +61,10 @@ public struct HTTPClientConfiguration: Sendable {
     public var warmUpMillis: Int = 1_000
     /// Largest response body kept, in bytes; the rest is read and dropped (`bodyTruncated`). Default 64 KiB.
     public var maxResponseBodyBytes: Int = 64 * 1024
+    /// libcurl only: stop reading an answer once past `maxResponseBodyBytes` (the connection is
+    /// closed; the response keeps its status and first bytes, `bodyTruncated`) instead of reading
+    /// and dropping the rest. Default false; true for webhook endpoints, which may answer anything.
+    public var stopReadingPastResponseCap: Bool = false
     /// libcurl only: write the frames of requests started together under TCP_CORK. Default true.
     /// (The nghttp2 client writes each round's frames with one `send`.)
     public var corkWrites: Bool = true

@@ -13,7 +13,8 @@ import PushCrypto
 public enum WebhookRequest {
     /// Per-request deadline, connection included (R-HOOK issue 19: 10 s).
     public static let timeoutMillis = 10_000
-    /// Largest answer kept, in bytes (the rest is read and dropped).
+    /// Largest answer read, in bytes: past it the transfer stops (the status counts, the connection
+    /// is closed), so an endpoint streaming an endless answer holds its slot no longer than that.
     public static let maxResponseBytes = 4096
     /// The `user-agent` sent.
     public static let userAgent = "pushfleet-webhooks/1"
@@ -67,12 +68,13 @@ public enum WebhookRequest {
 
     /// Connection settings for the dispatcher's `HTTPTransferPool`: no per-host limit (the
     /// dispatcher bounds each endpoint), `maxConnections` in all, answers capped at
-    /// `maxResponseBytes`, `http` allowed only when `allowPlainHTTP` (loopback testing).
+    /// `maxResponseBytes` (reading stops there), `http` allowed only when `allowPlainHTTP` (loopback testing).
     public static func poolConfiguration(maxConnections: Int, allowPlainHTTP: Bool, caFile: String? = nil) -> HTTPClientConfiguration {
         var c = HTTPClientConfiguration(caFile: caFile)
         c.transport = .libcurl
         c.maxTotalConnections = max(1, maxConnections)
         c.maxResponseBodyBytes = maxResponseBytes
+        c.stopReadingPastResponseCap = true
         c.connectTimeoutMillis = timeoutMillis
         c.allowedProtocols = allowPlainHTTP ? "http,https" : "https"
         c.pipeWait = false

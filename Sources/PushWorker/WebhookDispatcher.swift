@@ -11,8 +11,8 @@ import PushStore
 /// at most `perEndpoint` of one endpoint in flight across the fleet, endpoints taking turns), build
 /// each body (`WebhookBody`) and its signatures (`WebhookSignature`), run the address guard
 /// (`WebhookRequest`: URL checked again, host resolved off the loop thread, every address checked
-/// and pinned), start the POST on an `HTTPTransferPool` (10 s deadline, no redirects, 4 KiB of
-/// answer kept) and, as each one ends, decide (`WebhookAttemptDecision`) and record it
+/// and pinned), start the POST on an `HTTPTransferPool` (10 s deadline, no redirects, at most 4 KiB of
+/// the answer read) and, as each one ends, decide (`WebhookAttemptDecision`) and record it
 /// (`push_webhook_record`, one statement for every attempt that ended together, each guarded by
 /// its lease token). Transfers never wait for one another: a hanging endpoint holds its own
 /// `perEndpoint` slots and nothing else.

@@ -8,8 +8,11 @@ listed in `<secrets-dir>/<name>.secrets` (one `whsec_...` per line, re-read per 
 tampered copies that must be refused (the body with one byte changed, the timestamp moved by one
 second). It then answers by the plan in `<secrets-dir>/<name>.plan` (optional; re-read per request):
 comma-separated answers used one per request to that name, in order, the last one repeated:
-a status code (`500`, `410`, `200`...) or `hang` (answer nothing, hold the connection until the
-server stops or 60 s pass). Without a plan every request gets 200.
+a status code (`500`, `410`, `200`...), `hang` (answer nothing, hold the connection until the
+server stops or 60 s pass), `redirect` (307 to `/hooks/<name>-redirected`, which a client must not
+follow) or `endless` (200 with a chunked body that never ends: 1 KiB chunks until the client
+closes the connection, the server stops or 60 s pass; then a line named `<name>#stream` logs
+`streamed`, the bytes written). Without a plan every request gets 200.
 
 One JSON line per request is appended to the log: name, webhook_id, timestamp, verified (one bool
 per secret, in file order), tampered_body_refused, tampered_timestamp_refused, status, type,
@@ -114,12 +117,22 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"name": name, "webhook_id": headers.get("webhook-id"), "timestamp": headers.get("webhook-timestamp"),
                  "signature": headers.get("webhook-signature"), "verified": verified,
                  "tampered_body_refused": body_refused, "tampered_timestamp_refused": ts_refused,
-                 "status": None if answer == "hang" else int(answer), "type": parsed.get("type"),
+                 "status": None if answer == "hang" else {"endless": 200, "redirect": 307}.get(answer) or int(answer),
+                 "type": parsed.get("type"),
                  "event_id": parsed.get("id"), "data": parsed.get("data"), "received_at": time.time()}
         server.record(entry)
         if answer == "hang":
             STOP.wait(60)
             self.close_connection = True
+            return
+        if answer == "endless":
+            self.stream_forever(name)
+            return
+        if answer == "redirect":
+            self.send_response(307)
+            self.send_header("location", "/hooks/%s-redirected" % name)
+            self.send_header("content-length", "0")
+            self.end_headers()
             return
         if server.delay:
             time.sleep(server.delay)
@@ -129,6 +142,24 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)
+
+    def stream_forever(self, name):
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("content-type", "text/plain")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        chunk = b"400\r\n" + b"x" * 1024 + b"\r\n"
+        written, end = 0, time.time() + 60
+        try:
+            while not STOP.is_set() and time.time() < end:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                written += 1024
+                time.sleep(0.001)
+        except OSError:
+            pass   # the client stopped reading and closed
+        self.server.record({"name": name + "#stream", "streamed": written, "received_at": time.time()})
 
 
 def main():
