@@ -164,6 +164,64 @@ def worker_log(token_labels, secrets):
     check(not found, "the worker log shows " + ", ".join(found))
 
 
+def since(name):
+    """The fake's log lines written after step 10 began (its line count then is in NAME.offset)."""
+    with open(os.path.join(work, name + ".offset"), encoding="utf-8") as f:
+        offset = int(f.read().strip() or 0)
+    return jsonl(name + ".jsonl")[offset:]
+
+
+def kinds(token_labels, secrets):
+    """Step 10 (R-KIND-1..3): the localized alert and the background push as the fakes saw them."""
+    tokens = {token: label for token, label in token_labels}
+    loc_secrets = secrets + ["MSG_FROM", "MSG_CODE", "731904"]
+    for name, expected in (("loc.json", "sent"), ("background.json", "sent")):
+        report = load(name)
+        print("{}: status {}, device_count {}".format(name.split(".")[0], report["status"], report["device_count"]))
+        check(report["status"] == expected, name + ": notification not sent")
+    pushes = [e for e in since("apns") if e["kind"] == "push"]
+    background = [e for e in pushes if e.get("push_type") == "background"]
+    alerts = [e for e in pushes if e.get("push_type") == "alert"]
+    print("fake APNs: {} alert(s), {} background push(es)".format(len(alerts), len(background)))
+    for e in alerts:
+        payload = json.loads(e["payload"])
+        aps = payload["aps"]
+        label = tokens.get(e["token"], e["token"][:12])
+        shown = {k: v for k, v in aps.items() if k != "alert"}
+        print("  alert {}: aps.alert = {}, in clear beside it: {}".format(
+            label, json.dumps(aps.get("alert"), ensure_ascii=False), json.dumps(shown, ensure_ascii=False)))
+        for key, value in (("interruption-level", "time-sensitive"), ("relevance-score", 0.8), ("category", "SIGN_IN"),
+                           ("target-content-id", "sign-in")):
+            check(aps.get(key) == value, "{}: aps.{} is not {} (R-KIND-2)".format(label, key, value))
+        if "hk" in payload:
+            check(aps.get("alert") == {"title-loc-key": "PUSH_NEW_TITLE", "loc-key": "PUSH_NEW_BODY"},
+                  label + ": the encrypted alert does not carry the placeholder's loc keys (R-KIND-3)")
+            clear = in_clear(e["payload"], loc_secrets)
+            check(not clear, label + ": " + ", ".join(clear) + " in clear (R-ENC-7, R-KIND-3)")
+        else:
+            check(aps.get("alert", {}).get("title-loc-key") == "MSG_FROM", label + ": plaintext alert without its loc key")
+    for e in background:
+        payload = json.loads(e["payload"])
+        label = tokens.get(e["token"], e["token"][:12])
+        print("  background {}: apns-push-type {}, apns-priority {}, aps {}, {}".format(
+            label, e["push_type"], e["priority"], json.dumps(payload["aps"]),
+            "hk (data sealed)" if "hk" in payload else "data " + json.dumps(payload.get("data"))))
+        check(e["priority"] == "5" and payload["aps"] == {"content-available": 1},
+              label + ": background push not at priority 5 with aps {content-available: 1} (R-KIND-1)")
+        if "hk" in payload:
+            check(not in_clear(e["payload"], secrets), label + ": the background data is in clear")
+    check(len(alerts) == 2 and len(background) == 2, "APNs: two alerts and two background pushes expected")
+    check(sum(1 for e in pushes if "hk" in json.loads(e["payload"])) == 2, "APNs: one sealed push of each kind expected")
+    messages = [json.loads(e["body"])["message"] for e in since("fcm") if e["kind"] == "push"]
+    print("fake FCM: {} message(s), each data-only: {}".format(len(messages), all("notification" not in m for m in messages)))
+    check(len(messages) == 2 and all(set(m.get("data", {})) == {"hk"} for m in messages),
+          "FCM: two data-only hk messages expected (R-ENC-5)")
+    web = [e for e in since("webpush") if e.get("status") == 201]
+    for e in web:
+        print("  web push urgency {}: {}".format(e.get("urgency"), e.get("plaintext")))
+    check(sorted(e.get("urgency") for e in web) == ["high", "low"], "Web Push: the background push is not Urgency: low")
+
+
 def main():
     labels = []
     with open(os.path.join(work, "labels.tsv"), encoding="utf-8") as f:
@@ -186,6 +244,9 @@ def main():
         fcm_log(token_labels, secrets)
         webpush_log(secrets)
         worker_log(token_labels, secrets)
+    if section == "kinds":
+        kinds(token_labels, secrets)
+        worker_log(token_labels, secrets + ["MSG_FROM", "MSG_CODE", "731904"])
     if problems:
         print("\ndemo-live: UNEXPECTED:\n  " + "\n  ".join(problems))
         sys.exit(1)

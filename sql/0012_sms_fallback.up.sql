@@ -16,7 +16,7 @@
 -- function) makes the outbox row whatever path inserted the SMS. Credential sets of SMS providers
 -- live in a table of their own, push_sms_credentials: workers of the previous release read every
 -- row of push_credentials and would refuse a kind they do not know. push_enqueue is restated with
--- the E.164 check (its signature and results unchanged).
+-- the E.164 check (sql/0011's signature and results unchanged).
 
 -- MARK: - The SMS outbox
 
@@ -318,17 +318,22 @@ $$;
 
 -- MARK: - Enqueue (R-SMS-1: the phone is E.164)
 
--- push_enqueue (sql/0006), restated whole with two changes: the SMS fallback's phone must be an
+-- push_enqueue (sql/0011), restated whole with two changes: the SMS fallback's phone must be an
 -- E.164 number (`+`, 8 to 15 digits, the first not 0; PushCore's SMSText.isE164, checked first by
 -- PushAcceptance) instead of 1 to 32 characters, and a replay after retention erased the content
 -- no longer compares the SMS phone and text (erased with the content now, like the title). The
--- other bounds, the signature and the results are 0006's.
+-- other bounds, the signature (0011's: 0006's 18 parameters, then the kind fields with defaults)
+-- and the results are 0011's, so this replaces that function and adds no overload.
 CREATE OR REPLACE FUNCTION push_enqueue(
     p_app_id uuid, p_mode text, p_user_ids text[], p_device_ids uuid[],
     p_title text, p_body text, p_data text, p_badge int, p_sound text, p_thread_id text,
     p_collapse_key text, p_priority text, p_send_at timestamptz, p_ttl int,
     p_idempotency_key text, p_sms_phone text, p_sms_text text,
-    p_now timestamptz DEFAULT now())
+    p_now timestamptz DEFAULT now(),
+    p_push_type text DEFAULT NULL, p_interruption_level text DEFAULT NULL, p_relevance_score float8 DEFAULT NULL,
+    p_category text DEFAULT NULL, p_target_content_id text DEFAULT NULL, p_critical_sound_name text DEFAULT NULL,
+    p_critical_sound_volume float8 DEFAULT NULL, p_title_loc_key text DEFAULT NULL, p_title_loc_args text[] DEFAULT NULL,
+    p_body_loc_key text DEFAULT NULL, p_body_loc_args text[] DEFAULT NULL, p_channel_id text DEFAULT NULL)
 RETURNS TABLE (notification_id uuid, created boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -341,6 +346,9 @@ DECLARE
     v_bad bigint;
     v_prev push_notifications;
     v_differs text;
+    v_push_type text := coalesce(p_push_type, 'alert');
+    v_title_loc_args text[] := CASE WHEN cardinality(p_title_loc_args) = 0 THEN NULL ELSE p_title_loc_args END;
+    v_body_loc_args text[] := CASE WHEN cardinality(p_body_loc_args) = 0 THEN NULL ELSE p_body_loc_args END;
 BEGIN
     IF p_mode IS NULL OR p_mode NOT IN ('test', 'live') THEN
         PERFORM push_refuse('mode', 'must be test or live');
@@ -390,6 +398,7 @@ BEGIN
     IF v_data IS NOT NULL AND json_typeof(v_data) <> 'object' THEN
         PERFORM push_refuse('data', 'must be a JSON object');
     END IF;
+    v_floor := v_floor + push_loc_text_bytes(p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args);
     IF v_floor > 4096 THEN
         RAISE EXCEPTION 'PUSH_PAYLOAD_TOO_LARGE: content is at least % bytes in every payload kind and can never fit in 4096; cut at least % bytes',
             v_floor, v_floor - 4096;
@@ -398,12 +407,9 @@ BEGIN
     IF p_badge IS NOT NULL AND p_badge < 0 THEN
         PERFORM push_refuse('badge', 'must be from 0 to 2147483647');
     END IF;
-    IF p_sound IS NOT NULL AND push_json_text_bytes(p_sound) > 64 THEN
-        PERFORM push_refuse('sound', 'at most 64 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
-    IF p_thread_id IS NOT NULL AND push_json_text_bytes(p_thread_id) > 64 THEN
-        PERFORM push_refuse('thread_id', 'at most 64 bytes (UTF-8, as escaped in the JSON payload)');
-    END IF;
+    PERFORM push_check_kind_fields(v_push_type, p_title, p_body, p_badge, p_sound, p_thread_id, p_interruption_level,
+        p_relevance_score, p_category, p_target_content_id, p_critical_sound_name, p_critical_sound_volume,
+        p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args, p_channel_id);
     IF p_collapse_key IS NOT NULL
        AND (octet_length(p_collapse_key) NOT BETWEEN 1 AND 64 OR p_collapse_key ~ '[\u0001-\u001f\u007f]') THEN
         PERFORM push_refuse('collapse_key', 'must be 1 to 64 bytes (R-SEND-13) without control characters');
@@ -434,10 +440,14 @@ BEGIN
 
     INSERT INTO push_notifications AS n (app_id, mode, user_ids, device_ids, title, body, data, badge, sound,
         thread_id, collapse_key, priority, ttl_seconds, send_at, accepted_at, expires_at, idempotency_key,
-        sms_phone, sms_text)
+        sms_phone, sms_text, push_type, interruption_level, relevance_score, category, target_content_id,
+        critical_sound_name, critical_sound_volume, title_loc_key, title_loc_args, body_loc_key, body_loc_args,
+        channel_id)
     VALUES (p_app_id, p_mode, p_user_ids, p_device_ids, p_title, p_body, p_data, p_badge, p_sound,
         p_thread_id, p_collapse_key, v_priority, v_ttl, p_send_at, p_now,
-        push_expires_at(p_now, p_send_at, v_ttl), p_idempotency_key, p_sms_phone, p_sms_text)
+        push_expires_at(p_now, p_send_at, v_ttl), p_idempotency_key, p_sms_phone, p_sms_text, v_push_type,
+        p_interruption_level, p_relevance_score, p_category, p_target_content_id, p_critical_sound_name,
+        p_critical_sound_volume, p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args, p_channel_id)
     ON CONFLICT (app_id, mode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING n.id INTO v_id;
 
@@ -465,6 +475,20 @@ BEGIN
             WHEN v_prev.ttl_seconds IS DISTINCT FROM v_ttl THEN 'ttl'
             WHEN v_prev.content_erased_at IS NULL AND v_prev.sms_phone IS DISTINCT FROM p_sms_phone THEN 'sms_fallback.phone'
             WHEN v_prev.content_erased_at IS NULL AND v_prev.sms_text IS DISTINCT FROM p_sms_text THEN 'sms_fallback.text'
+            WHEN v_prev.push_type IS DISTINCT FROM v_push_type THEN 'push_type'
+            WHEN v_prev.interruption_level IS DISTINCT FROM p_interruption_level THEN 'interruption_level'
+            WHEN v_prev.relevance_score IS DISTINCT FROM p_relevance_score THEN 'relevance_score'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.category IS DISTINCT FROM p_category THEN 'category'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.target_content_id IS DISTINCT FROM p_target_content_id
+                THEN 'target_content_id'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.critical_sound_name IS DISTINCT FROM p_critical_sound_name
+                THEN 'critical_sound.name'
+            WHEN v_prev.critical_sound_volume IS DISTINCT FROM p_critical_sound_volume THEN 'critical_sound.volume'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.title_loc_key IS DISTINCT FROM p_title_loc_key THEN 'title_loc_key'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.title_loc_args IS DISTINCT FROM v_title_loc_args THEN 'title_loc_args'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.body_loc_key IS DISTINCT FROM p_body_loc_key THEN 'body_loc_key'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.body_loc_args IS DISTINCT FROM v_body_loc_args THEN 'body_loc_args'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.channel_id IS DISTINCT FROM p_channel_id THEN 'channel_id'
         END;
         IF v_differs IS NOT NULL THEN
             RAISE EXCEPTION 'IDEMPOTENCY_KEY_REUSED: the idempotency key was used for notification % with another %',

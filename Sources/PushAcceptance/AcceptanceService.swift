@@ -73,7 +73,9 @@ public final class AcceptanceService {
         }
         let planner = DeliveryPlanner(content: valid.content,
                                       placeholders: AppPlaceholders(title: preview.app.placeholderTitle,
-                                                                    body: preview.app.placeholderBody),
+                                                                    body: preview.app.placeholderBody,
+                                                                    titleLocKey: preview.app.placeholderTitleLocKey,
+                                                                    bodyLocKey: preview.app.placeholderBodyLocKey),
                                       requireEncryption: preview.app.requireEncryption, mode: request.mode)
         let floor = planner.contentFloorCheck
         if !floor.fits { throw AcceptanceError.tooLarge(floor) }
@@ -160,11 +162,14 @@ public final class AcceptanceService {
     /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
     public func createApp(_ request: AppCreateRequest) throws -> PushApp {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
-                                placeholderBody: request.placeholderBody)
+                                placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
+                                placeholderBodyLocKey: request.placeholderBodyLocKey)
         let store = AppStore(connection: try connection())
         return try Self.stored {
             try store.appCreate(name: request.name, requireEncryption: request.requireEncryption,
-                                placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody)
+                                placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
+                                placeholderTitleLocKey: request.placeholderTitleLocKey,
+                                placeholderBodyLocKey: request.placeholderBodyLocKey)
         }
     }
 
@@ -175,12 +180,14 @@ public final class AcceptanceService {
     ///   or deleted app; `PGError` on database failure.
     public func updateApp(id: UUID, _ request: AppUpdateRequest) throws -> PushApp {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
-                                placeholderBody: request.placeholderBody)
+                                placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
+                                placeholderBodyLocKey: request.placeholderBodyLocKey)
         let store = AppStore(connection: try connection())
         guard let app = try Self.stored({
             try store.appUpdate(id: id, requireEncryption: request.requireEncryption,
                                 placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
-                                name: request.name)
+                                name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
+                                placeholderBodyLocKey: request.placeholderBodyLocKey)
         }) else {
             throw AcceptanceError(.notFound, "no push app \(id.uuidString.lowercased())")
         }
@@ -203,9 +210,10 @@ public final class AcceptanceService {
     }
 }
 
-/// The bounds of an app's fields (R-APP-1, R-LIM-1).
+/// The bounds of an app's fields (R-APP-1, R-LIM-1, R-KIND-3).
 enum AppValidation {
-    static func check(name: String?, placeholderTitle: String?, placeholderBody: String?) throws {
+    static func check(name: String?, placeholderTitle: String?, placeholderBody: String?,
+                      placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil) throws {
         if let name {
             let n = AcceptanceLimits.characters(name)
             guard n >= 1, n <= AcceptanceLimits.maxAppNameCharacters, !name.utf8.contains(0) else {
@@ -214,5 +222,7 @@ enum AppValidation {
         }
         try SendValidation.clearField(placeholderTitle, "placeholder_title", max: AcceptanceLimits.maxPlaceholderTitleBytes)
         try SendValidation.clearField(placeholderBody, "placeholder_body", max: AcceptanceLimits.maxPlaceholderBodyBytes)
+        try SendValidation.clearField(placeholderTitleLocKey, "placeholder_title_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
+        try SendValidation.clearField(placeholderBodyLocKey, "placeholder_body_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
     }
 }

@@ -20,6 +20,21 @@ public struct SendRequest: Sendable, Equatable {
         }
     }
 
+    /// The critical-alert sound (field `critical_sound`, R-KIND-2): `aps.sound` =
+    /// `{"critical":1,"name":…[,"volume":…]}`, only with `interruption_level` `critical`.
+    public struct CriticalSound: Sendable, Equatable {
+        /// Field `critical_sound.name` (required): the sound file in the app bundle, or `default`.
+        public var name: String?
+        /// Field `critical_sound.volume`: 0 to 1, at most 4 decimal places; nil = full volume.
+        public var volume: Double?
+
+        /// Makes a critical sound.
+        public init(name: String?, volume: Double? = nil) {
+            self.name = name
+            self.volume = volume
+        }
+    }
+
     /// The push app (field `app_id`).
     public var appID: UUID
     /// Test or live: the credential's mode (R-MODE-1).
@@ -52,6 +67,28 @@ public struct SendRequest: Sendable, Equatable {
     public var idempotencyKey: String?
     /// Field `sms_fallback`.
     public var smsFallback: SMSFallback?
+    /// Field `push_type`: `alert` (the default) or `background` (R-KIND-1: data and the collapse key only).
+    public var pushType: String?
+    /// Field `interruption_level`: `passive`, `active`, `time-sensitive` or `critical` (iOS, R-KIND-2).
+    public var interruptionLevel: String?
+    /// Field `relevance_score`: 0 to 1, at most 4 decimal places (iOS, R-KIND-2).
+    public var relevanceScore: Double?
+    /// Field `category` (iOS, R-KIND-2).
+    public var category: String?
+    /// Field `target_content_id` (iOS, R-KIND-2).
+    public var targetContentID: String?
+    /// Field `critical_sound` (iOS, R-KIND-2).
+    public var criticalSound: CriticalSound?
+    /// Field `title_loc_key` (R-KIND-3).
+    public var titleLocKey: String?
+    /// Field `title_loc_args` (R-KIND-3); an empty array is no array.
+    public var titleLocArgs: [String]?
+    /// Field `body_loc_key` (R-KIND-3).
+    public var bodyLocKey: String?
+    /// Field `body_loc_args` (R-KIND-3); an empty array is no array.
+    public var bodyLocArgs: [String]?
+    /// Field `channel_id`: the Android notification channel (plaintext Android only).
+    public var channelID: String?
 
     /// A request with the required fields; set the others as needed.
     public init(appID: UUID, mode: Mode, userIDs: [String]) {
@@ -171,14 +208,20 @@ public struct AppCreateRequest: Sendable, Equatable {
     public var placeholderTitle: String?
     /// Field `placeholder_body`; nil = the empty string.
     public var placeholderBody: String?
+    /// Field `placeholder_title_loc_key` (R-KIND-3); nil or empty = none.
+    public var placeholderTitleLocKey: String?
+    /// Field `placeholder_body_loc_key` (R-KIND-3); nil or empty = none.
+    public var placeholderBodyLocKey: String?
 
     /// Makes a request.
     public init(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
-                placeholderBody: String? = nil) {
+                placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil) {
         self.name = name
         self.requireEncryption = requireEncryption
         self.placeholderTitle = placeholderTitle
         self.placeholderBody = placeholderBody
+        self.placeholderTitleLocKey = placeholderTitleLocKey
+        self.placeholderBodyLocKey = placeholderBodyLocKey
     }
 }
 
@@ -194,13 +237,19 @@ public struct AppUpdateRequest: Sendable, Equatable {
     public var placeholderTitle: String?
     /// Field `placeholder_body`.
     public var placeholderBody: String?
+    /// Field `placeholder_title_loc_key` (R-KIND-3); the empty string removes it.
+    public var placeholderTitleLocKey: String?
+    /// Field `placeholder_body_loc_key` (R-KIND-3); the empty string removes it.
+    public var placeholderBodyLocKey: String?
 
     /// Makes a request.
     public init(name: String? = nil, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
-                placeholderBody: String? = nil) {
+                placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil) {
         self.name = name
         self.requireEncryption = requireEncryption
         self.placeholderTitle = placeholderTitle
         self.placeholderBody = placeholderBody
+        self.placeholderTitleLocKey = placeholderTitleLocKey
+        self.placeholderBodyLocKey = placeholderBodyLocKey
     }
 }

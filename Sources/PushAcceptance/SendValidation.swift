@@ -29,6 +29,7 @@ enum SendValidation {
         }
         try clearField(r.sound, "sound", max: Limits.maxSoundBytes)
         try clearField(r.threadID, "thread_id", max: Limits.maxThreadIDBytes)
+        let kind = try KindValidation.validate(r)
         if let key = r.collapseKey {
             let bytes = key.utf8.count
             guard bytes >= 1, bytes <= Limits.maxCollapseKeyBytes, !key.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
@@ -64,7 +65,9 @@ enum SendValidation {
         }
 
         let content = NotificationContent(title: r.title, body: r.body, data: data, badge: r.badge, sound: r.sound,
-                                          threadId: r.threadID, collapseKey: r.collapseKey, priority: priority)
+                                          threadId: r.threadID, collapseKey: r.collapseKey, priority: priority,
+                                          pushType: kind.pushType, presentation: kind.presentation,
+                                          localization: kind.localization, channelId: r.channelID)
         do {
             try content.validate()
         } catch let e as PushError {
@@ -75,7 +78,8 @@ enum SendValidation {
         return ValidatedSend(enqueue: q, content: content)
     }
 
-    /// The storage step's input for `r`, with `data` as given (no check made here).
+    /// The storage step's input for `r`, with `data` as given (no check made here; `push_enqueue`
+    /// reads an empty loc args array as none).
     static func storageRequest(_ r: SendRequest, data: String?) -> EnqueueRequest {
         var q = EnqueueRequest(appID: r.appID, mode: r.mode.rawValue, userIDs: r.userIDs)
         q.deviceIDs = r.deviceIDs
@@ -92,6 +96,18 @@ enum SendValidation {
         q.idempotencyKey = r.idempotencyKey
         q.smsPhone = r.smsFallback?.phone
         q.smsText = r.smsFallback?.text
+        q.pushType = r.pushType
+        q.interruptionLevel = r.interruptionLevel
+        q.relevanceScore = r.relevanceScore
+        q.category = r.category
+        q.targetContentID = r.targetContentID
+        q.criticalSoundName = r.criticalSound?.name
+        q.criticalSoundVolume = r.criticalSound?.volume
+        q.titleLocKey = r.titleLocKey
+        q.titleLocArgs = r.titleLocArgs
+        q.bodyLocKey = r.bodyLocKey
+        q.bodyLocArgs = r.bodyLocArgs
+        q.channelID = r.channelID
         return q
     }
 

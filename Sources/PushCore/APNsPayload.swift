@@ -1,8 +1,12 @@
-/// APNs request bodies, byte-exact (R-ENC-4, R-ENC-9, R-PLAIN-1). Key order in `aps`:
-/// `alert`, `mutable-content`, `badge`, `sound`, `thread-id`; top level `aps` then `hk` (or `data`).
+/// APNs request bodies, byte-exact (R-ENC-4, R-ENC-9, R-PLAIN-1, R-KIND-1..3). Key order in `aps`:
+/// `alert`, `mutable-content`, `badge`, `sound`, `thread-id`, then the presentation fields
+/// `interruption-level`, `relevance-score`, `category`, `target-content-id` (R-KIND-2); a background
+/// push's `aps` is `{"content-available":1}` alone. Top level: `aps` then `hk` (or `data`).
 public enum APNsPayload {
-    /// Encrypted body: `{"aps":{"alert":{"title":P,"body":P},"mutable-content":1[,"badge":n]
-    /// [,"sound":s][,"thread-id":t]},"hk":ENVELOPE}` with the app's placeholders (R-ENC-4).
+    /// Encrypted body. Alert: `{"aps":{"alert":{PLACEHOLDER},"mutable-content":1[,"badge":n]
+    /// [,"sound":s][,"thread-id":t][,presentation fields]},"hk":ENVELOPE}`, where PLACEHOLDER is
+    /// `"title":P` or `"title-loc-key":K`, then `"body":P` or `"loc-key":K` (the app's placeholder,
+    /// R-ENC-4, R-KIND-3; never loc args). Background: `{"aps":{"content-available":1},"hk":ENVELOPE}`.
     /// Equals the vector's `apns_payload` for the vector's inputs.
     public static func encrypted(content: NotificationContent, placeholders: AppPlaceholders,
                                  envelope: Envelope) -> [UInt8] {
@@ -12,29 +16,22 @@ public enum APNsPayload {
         return out
     }
 
-    /// Plaintext body (R-PLAIN-1): `{"aps":{"alert":{"title":…,"body":…}[,"badge"][,"sound"]
-    /// [,"thread-id"]}[,"data":{…}]}`; `alert` holds only the fields the notification has and is
-    /// left out when it has neither; no `hk`.
+    /// Plaintext body (R-PLAIN-1). Alert: `{"aps":{"alert":{…}[,"badge"][,"sound"][,"thread-id"]
+    /// [,presentation fields]}[,"data":{…}]}`, `alert` holding `title`, `body`, `title-loc-key`,
+    /// `title-loc-args`, `loc-key`, `loc-args` as the notification has them (R-KIND-3) and left out
+    /// when it has none. Background (R-KIND-1): `{"aps":{"content-available":1}[,"data":{…}]}`. No `hk`.
     public static func plaintext(content: NotificationContent) -> [UInt8] {
         var out = [UInt8]()
-        out.append(contentsOf: #"{"aps":{"#.utf8)
-        var needsComma = false
-        if content.title != nil || content.body != nil {
-            out.append(contentsOf: #""alert":{"#.utf8)
-            if let title = content.title {
-                out.append(contentsOf: #""title":"#.utf8)
-                JSONWriter.appendString(title, to: &out)
-            }
-            if let body = content.body {
-                if content.title != nil { out.append(0x2c) }
-                out.append(contentsOf: #""body":"#.utf8)
-                JSONWriter.appendString(body, to: &out)
-            }
+        if content.pushType == .background {
+            out.append(contentsOf: backgroundAPS)
+        } else {
+            out.append(contentsOf: #"{"aps":{"#.utf8)
+            var fields = Fields(out: out)
+            appendPlaintextAlert(content, to: &fields)
+            appendClearExtras(content, to: &fields)
+            out = fields.out
             out.append(0x7d)
-            needsComma = true
         }
-        appendClearExtras(content, needsComma: needsComma, to: &out)
-        out.append(0x7d)
         if let data = content.data {
             out.append(contentsOf: #","data":"#.utf8)
             JSONWriter.append(data, to: &out)
@@ -45,31 +42,87 @@ public enum APNsPayload {
 
     /// Everything an encrypted body holds before the envelope object (ends with `"hk":`).
     static func encryptedPrefix(content: NotificationContent, placeholders: AppPlaceholders) -> [UInt8] {
-        var out = [UInt8]()
-        out.append(contentsOf: #"{"aps":{"alert":{"title":"#.utf8)
-        JSONWriter.appendString(placeholders.title, to: &out)
-        out.append(contentsOf: #","body":"#.utf8)
-        JSONWriter.appendString(placeholders.body, to: &out)
-        out.append(contentsOf: #"},"mutable-content":1"#.utf8)
-        appendClearExtras(content, needsComma: true, to: &out)
-        out.append(contentsOf: #"},"hk":"#.utf8)
-        return out
+        if content.pushType == .background { return backgroundAPS + Array(#","hk":"#.utf8) }
+        var fields = Fields(out: Array(#"{"aps":{"alert":{"#.utf8))
+        if let key = placeholders.titleLocKey { fields.string("title-loc-key", key) } else { fields.string("title", placeholders.title) }
+        if let key = placeholders.bodyLocKey { fields.string("loc-key", key) } else { fields.string("body", placeholders.body) }
+        fields.out.append(contentsOf: #"},"mutable-content":1"#.utf8)
+        appendClearExtras(content, to: &fields)
+        fields.out.append(contentsOf: #"},"hk":"#.utf8)
+        return fields.out
     }
 
     /// What an encrypted body holds after the envelope object.
     static let encryptedSuffix: [UInt8] = [0x7d]
 
-    /// `badge`, `sound`, `thread-id` in clear inside `aps` (R-ENC-4, R-PLAIN-1).
-    private static func appendClearExtras(_ content: NotificationContent, needsComma: Bool, to out: inout [UInt8]) {
-        var comma = needsComma
-        func key(_ name: String) {
+    /// `{"aps":{"content-available":1}`: a background push's whole `aps` (R-KIND-1), object left open.
+    static let backgroundAPS: [UInt8] = Array(#"{"aps":{"content-available":1}"#.utf8)
+
+    /// Members of one JSON object being written, commas placed as needed.
+    private struct Fields {
+        var out: [UInt8]
+        var comma = false
+
+        mutating func key(_ name: String) {
             if comma { out.append(0x2c) }
             comma = true
             JSONWriter.appendString(name, to: &out)
             out.append(0x3a)
         }
-        if let badge = content.badge { key("badge"); out.append(contentsOf: String(badge).utf8) }
-        if let sound = content.sound { key("sound"); JSONWriter.appendString(sound, to: &out) }
-        if let thread = content.threadId { key("thread-id"); JSONWriter.appendString(thread, to: &out) }
+
+        mutating func string(_ name: String, _ value: String) {
+            key(name)
+            JSONWriter.appendString(value, to: &out)
+        }
+
+        mutating func strings(_ name: String, _ values: [String]) {
+            key(name)
+            JSONWriter.appendStrings(values, to: &out)
+        }
+
+        mutating func number(_ name: String, _ text: String) {
+            key(name)
+            out.append(contentsOf: text.utf8)
+        }
+    }
+
+    /// `"alert":{…}` of a plaintext alert, when the notification has any of its six fields.
+    private static func appendPlaintextAlert(_ content: NotificationContent, to fields: inout Fields) {
+        let loc = content.localization
+        guard content.title != nil || content.body != nil || !loc.isEmpty else { return }
+        fields.key("alert")
+        var alert = Fields(out: [0x7b])
+        if let title = content.title { alert.string("title", title) }
+        if let body = content.body { alert.string("body", body) }
+        if let key = loc.titleLocKey { alert.string("title-loc-key", key) }
+        if let args = loc.titleLocArgs { alert.strings("title-loc-args", args) }
+        if let key = loc.bodyLocKey { alert.string("loc-key", key) }
+        if let args = loc.bodyLocArgs { alert.strings("loc-args", args) }
+        alert.out.append(0x7d)
+        fields.out.append(contentsOf: alert.out)
+    }
+
+    /// `badge`, `sound` (or the critical-alert sound dictionary), `thread-id` (R-ENC-4, R-PLAIN-1),
+    /// then `interruption-level`, `relevance-score`, `category`, `target-content-id` (R-KIND-2), in
+    /// clear inside `aps`.
+    private static func appendClearExtras(_ content: NotificationContent, to fields: inout Fields) {
+        if let badge = content.badge { fields.number("badge", String(badge)) }
+        let p = content.presentation
+        if let sound = content.sound {
+            fields.string("sound", sound)
+        } else if let critical = p.criticalSound {
+            fields.key("sound")
+            var dict = Fields(out: [0x7b])
+            dict.number("critical", "1")
+            dict.string("name", critical.name)
+            if let volume = critical.volume { dict.number("volume", volume.description) }
+            dict.out.append(0x7d)
+            fields.out.append(contentsOf: dict.out)
+        }
+        if let thread = content.threadId { fields.string("thread-id", thread) }
+        if let level = p.interruptionLevel { fields.string("interruption-level", level.rawValue) }
+        if let score = p.relevanceScore { fields.number("relevance-score", score.description) }
+        if let category = p.category { fields.string("category", category) }
+        if let target = p.targetContentId { fields.string("target-content-id", target) }
     }
 }

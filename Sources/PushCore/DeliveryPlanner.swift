@@ -87,7 +87,7 @@ public struct DeliveryPlanner: Sendable {
             body = .plaintext(.fcm(message))
         }
         return .send(PlannedDelivery(platform: platform, token: device.token, apnsEnvironment: device.apnsEnvironment,
-                                     priority: content.priority, collapseKey: content.collapseKey,
+                                     priority: content.priority, pushType: content.pushType, collapseKey: content.collapseKey,
                                      encrypted: key != nil || platform == .web, finalSize: check.size, body: body))
     }
 
@@ -100,10 +100,11 @@ public struct DeliveryPlanner: Sendable {
     }
 
     /// The smallest measure any payload kind gives this content: FCM plaintext's `data` keys and
-    /// values plus `notification` title and body (R-SEND-7). Every other kind (APNs bodies, sealed
-    /// plaintext, Web Push) measures more for the same content, so when this does not fit no device of
-    /// any kind can take the notification: what the acceptance refuses whatever the audience, and
-    /// what `push_enqueue` refuses by itself (its lower bound of this measure, sql/0006).
+    /// values plus `notification` title and body and the loc keys and args (R-SEND-7, R-KIND-3). Every
+    /// other kind (APNs bodies, sealed plaintext, Web Push) measures more for the same content, so when
+    /// this does not fit no device of any kind can take the notification: what the acceptance refuses
+    /// whatever the audience, and what `push_enqueue` refuses by itself (its lower bound of this
+    /// measure, sql/0006 with the loc texts of sql/0011).
     public var contentFloorCheck: SizeCheck {
         PayloadSizeRule.check(.plaintext, contentLength: fcmPlaintext.ruleSize)
     }

@@ -1,7 +1,9 @@
 /// One FCM HTTP v1 message (Firebase's "REST Resource: projects.messages"), built byte-exact for
 /// encrypted (R-ENC-5) and plaintext (R-PLAIN-2) deliveries. `requestBody(ttlSeconds:)` gives the whole
 /// POST body: `{"message":{"token":…[,"notification":{…}][,"data":{…}],"android":{"priority":"HIGH",
-/// "ttl":"123s"[,"collapse_key":…][,"notification":{"sound","tag","notification_count"}]}}}`.
+/// "ttl":"123s"[,"collapse_key":…][,"notification":{"sound","tag","notification_count","channel_id",
+/// "title_loc_key","title_loc_args","body_loc_key","body_loc_args"}]}}}`. A background push (R-KIND-1)
+/// is a data-only message whatever the key: the content validation leaves it nothing else.
 public struct FCMMessage: Sendable, Hashable {
     /// One `data` entry; FCM data values are strings only.
     public struct DataEntry: Sendable, Hashable {
@@ -21,7 +23,7 @@ public struct FCMMessage: Sendable, Hashable {
         public var body: String?
     }
 
-    /// FCM `android.notification` block (plaintext only, R-PLAIN-2).
+    /// FCM `android.notification` block (plaintext only, R-PLAIN-2, R-KIND-3).
     public struct AndroidNotification: Sendable, Hashable {
         /// Sound name.
         public var sound: String?
@@ -29,6 +31,13 @@ public struct FCMMessage: Sendable, Hashable {
         public var tag: String?
         /// Badge (= badge).
         public var notificationCount: Int?
+        /// Notification channel (= channel_id).
+        public var channelId: String?
+        /// The localized title and body keys and arguments (= the notification's loc fields).
+        public var localization = LocalizedText()
+
+        /// True when the block would be empty.
+        var isEmpty: Bool { sound == nil && tag == nil && notificationCount == nil && channelId == nil && localization.isEmpty }
     }
 
     /// Registration token.
@@ -63,16 +72,17 @@ public struct FCMMessage: Sendable, Hashable {
 
     /// Plaintext message (R-PLAIN-2): `notification` = {title, body}; `data` values as strings (a
     /// non-string JSON value as its compact JSON text); `android.notification` = sound, tag
-    /// (thread_id), notification_count (badge); blocks without fields are left out.
+    /// (thread_id), notification_count (badge), channel_id, and the loc keys and args (R-KIND-3);
+    /// blocks without fields are left out. The iOS presentation fields are not Android's (R-KIND-2).
     public static func plaintext(token: String, content: NotificationContent) -> FCMMessage {
         var notification: Notification?
         if content.title != nil || content.body != nil {
             notification = Notification(title: content.title, body: content.body)
         }
-        var android: AndroidNotification?
-        if content.sound != nil || content.threadId != nil || content.badge != nil {
-            android = AndroidNotification(sound: content.sound, tag: content.threadId, notificationCount: content.badge)
-        }
+        var android: AndroidNotification? = AndroidNotification(
+            sound: content.sound, tag: content.threadId, notificationCount: content.badge, channelId: content.channelId,
+            localization: content.localization)
+        if android?.isEmpty == true { android = nil }
         let entries = (content.data?.members ?? []).map { member -> DataEntry in
             if case .string(let s) = member.value { return DataEntry(member.key, s) }
             return DataEntry(member.key, JSONWriter.string(member.value))
@@ -81,12 +91,15 @@ public struct FCMMessage: Sendable, Hashable {
                           collapseKey: content.collapseKey, androidNotification: android)
     }
 
-    /// The R-SEND-7 measure: `data` keys and values plus `notification` title and body, in UTF-8 bytes.
+    /// The R-SEND-7 measure: `data` keys and values plus `notification` title and body, in UTF-8 bytes,
+    /// and the localized title and body keys and arguments (they are what the notification shows in
+    /// place of a title and body, R-KIND-3).
     public var ruleSize: Int {
         var n = 0
         for entry in data { n += entry.key.utf8.count + entry.value.utf8.count }
         n += notification?.title?.utf8.count ?? 0
         n += notification?.body?.utf8.count ?? 0
+        n += androidNotification?.localization.textBytes ?? 0
         return n
     }
 
@@ -129,10 +142,15 @@ public struct FCMMessage: Sendable, Hashable {
             appendOptional("sound", a.sound, comma: &comma, to: &out)
             appendOptional("tag", a.tag, comma: &comma, to: &out)
             if let count = a.notificationCount {
-                if comma { out.append(0x2c) }
-                out.append(contentsOf: #""notification_count":"#.utf8)
+                appendKey("notification_count", comma: &comma, to: &out)
                 out.append(contentsOf: String(count).utf8)
             }
+            appendOptional("channel_id", a.channelId, comma: &comma, to: &out)
+            let loc = a.localization
+            appendOptional("title_loc_key", loc.titleLocKey, comma: &comma, to: &out)
+            appendOptional("title_loc_args", loc.titleLocArgs, comma: &comma, to: &out)
+            appendOptional("body_loc_key", loc.bodyLocKey, comma: &comma, to: &out)
+            appendOptional("body_loc_args", loc.bodyLocArgs, comma: &comma, to: &out)
             out.append(0x7d)
         }
         out.append(contentsOf: "}}}".utf8)
@@ -152,12 +170,22 @@ public struct FCMMessage: Sendable, Hashable {
         out.append(0x7d)
     }
 
-    private func appendOptional(_ key: String, _ value: String?, comma: inout Bool, to out: inout [UInt8]) {
-        guard let value = value else { return }
+    private func appendKey(_ key: String, comma: inout Bool, to out: inout [UInt8]) {
         if comma { out.append(0x2c) }
         comma = true
         JSONWriter.appendString(key, to: &out)
         out.append(0x3a)
+    }
+
+    private func appendOptional(_ key: String, _ value: String?, comma: inout Bool, to out: inout [UInt8]) {
+        guard let value = value else { return }
+        appendKey(key, comma: &comma, to: &out)
         JSONWriter.appendString(value, to: &out)
+    }
+
+    private func appendOptional(_ key: String, _ values: [String]?, comma: inout Bool, to out: inout [UInt8]) {
+        guard let values = values else { return }
+        appendKey(key, comma: &comma, to: &out)
+        JSONWriter.appendStrings(values, to: &out)
     }
 }

@@ -16,6 +16,16 @@ public enum JSONWriter {
         out.append(0x22)
     }
 
+    /// Appends `strings` as a JSON array of string literals (`["a","b"]`) to `out`.
+    public static func appendStrings(_ strings: [String], to out: inout [UInt8]) {
+        out.append(0x5b)
+        for (i, s) in strings.enumerated() {
+            if i > 0 { out.append(0x2c) }
+            appendString(s, to: &out)
+        }
+        out.append(0x5d)
+    }
+
     /// Appends the compact JSON text of `value` to `out`.
     public static func append(_ value: JSONValue, to out: inout [UInt8]) {
         switch value {

@@ -1,7 +1,9 @@
 /// What a notification says and how it travels (R-SEND-1), as the worker reads it at send time.
 ///
-/// `title`, `body`, `data`, `badge`, `sound`, `threadId` are content (sealed for encrypted
-/// deliveries, R-ENC-3); `collapseKey`, `priority` travel outside any envelope (R-ENC-6, R-SEND-10).
+/// `title`, `body`, `data`, `badge`, `sound`, `threadId` and the `localization` are content (sealed
+/// for encrypted deliveries, R-ENC-3, R-KIND-3); `collapseKey`, `priority`, `pushType` travel outside
+/// any envelope (R-ENC-6, R-SEND-10, R-KIND-1), and so do the iOS `presentation` fields (R-KIND-2)
+/// and the Android `channelId` (plaintext Android only; an encrypted Android app picks its channel).
 public struct NotificationContent: Sendable, Hashable {
     /// APNs' limit for `apns-collapse-id`, applied to every platform (R-SEND-13): 64 UTF-8 bytes.
     public static let maxCollapseKeyBytes = 64
@@ -22,11 +24,21 @@ public struct NotificationContent: Sendable, Hashable {
     public var collapseKey: String?
     /// Priority (R-SEND-10), `high` by default.
     public var priority: Priority
+    /// Alert (default) or background (R-KIND-1).
+    public var pushType: PushType
+    /// iOS presentation fields (R-KIND-2); ignored for Android and Web devices.
+    public var presentation: IOSPresentation
+    /// The notification's own localized title and body (R-KIND-3).
+    public var localization: LocalizedText
+    /// Android notification channel (`android.notification.channel_id`), plaintext Android only.
+    public var channelId: String?
 
-    /// Makes content; every field is optional except `priority` (default `.high`).
+    /// Makes content; every field is optional except `priority` (default `.high`) and `pushType`
+    /// (default `.alert`).
     public init(title: String? = nil, body: String? = nil, data: JSONObject? = nil, badge: Int? = nil,
                 sound: String? = nil, threadId: String? = nil, collapseKey: String? = nil,
-                priority: Priority = .high) {
+                priority: Priority = .high, pushType: PushType = .alert, presentation: IOSPresentation = IOSPresentation(),
+                localization: LocalizedText = LocalizedText(), channelId: String? = nil) {
         self.title = title
         self.body = body
         self.data = data
@@ -35,6 +47,10 @@ public struct NotificationContent: Sendable, Hashable {
         self.threadId = threadId
         self.collapseKey = collapseKey
         self.priority = priority
+        self.pushType = pushType
+        self.presentation = presentation
+        self.localization = localization
+        self.channelId = channelId
     }
 
     /// Acceptance checks that do not depend on devices: a collapse key of at most 64 UTF-8 bytes
@@ -55,6 +71,7 @@ public struct NotificationContent: Sendable, Hashable {
         if let badge = badge, badge < 0 {
             throw PushError(.validationError, "badge: must not be negative", field: "badge")
         }
+        try validateKind()
     }
 
     /// True for `data` keys refused by `validate()`: `hk`, `from`, `message_type`, `google.*`, `gcm.*`.
@@ -63,7 +80,9 @@ public struct NotificationContent: Sendable, Hashable {
     }
 }
 
-/// The app's placeholder text shown by iOS for an encrypted notification (R-APP-1, R-ENC-4).
+/// The app's placeholder shown by iOS for an encrypted notification (R-APP-1, R-ENC-4): a literal
+/// title and body, or, per part, a localization key (R-KIND-3) that each phone looks up in its own
+/// language (`aps.alert` `title-loc-key` / `loc-key`, never with arguments).
 public struct AppPlaceholders: Sendable, Hashable {
     /// Default `placeholder_title`.
     public static let defaultTitle = "New notification"
@@ -74,10 +93,17 @@ public struct AppPlaceholders: Sendable, Hashable {
     public var title: String
     /// `placeholder_body`.
     public var body: String
+    /// `placeholder_title_loc_key`: sent as `title-loc-key` instead of `title` when set.
+    public var titleLocKey: String?
+    /// `placeholder_body_loc_key`: sent as `loc-key` instead of `body` when set.
+    public var bodyLocKey: String?
 
-    /// Makes placeholders; defaults `New notification` and the empty string.
-    public init(title: String = AppPlaceholders.defaultTitle, body: String = AppPlaceholders.defaultBody) {
+    /// Makes placeholders; defaults `New notification`, the empty string and no loc keys.
+    public init(title: String = AppPlaceholders.defaultTitle, body: String = AppPlaceholders.defaultBody,
+                titleLocKey: String? = nil, bodyLocKey: String? = nil) {
         self.title = title
         self.body = body
+        self.titleLocKey = titleLocKey
+        self.bodyLocKey = bodyLocKey
     }
 }

@@ -52,6 +52,9 @@ public struct PlannedDelivery: Sendable, Hashable {
     public let apnsEnvironment: APNsEnvironment?
     /// Priority (R-SEND-10).
     public let priority: Priority
+    /// Alert or background (R-KIND-1): with the priority, what the provider headers say
+    /// (`PushType.apnsPriority(_:)`, `PushType.webPushUrgency(_:)`).
+    public let pushType: PushType
     /// Collapse key, sent outside the envelope (R-ENC-6).
     public let collapseKey: String?
     /// Whether the delivery counts as encrypted (R-SEND-3, R-SEND-11).
@@ -63,11 +66,12 @@ public struct PlannedDelivery: Sendable, Hashable {
 
     /// Makes a planned delivery (the planner's output; public for test doubles in other modules).
     public init(platform: Platform, token: String, apnsEnvironment: APNsEnvironment?, priority: Priority,
-                collapseKey: String?, encrypted: Bool, finalSize: Int, body: Body) {
+                pushType: PushType = .alert, collapseKey: String?, encrypted: Bool, finalSize: Int, body: Body) {
         self.platform = platform
         self.token = token
         self.apnsEnvironment = apnsEnvironment
         self.priority = priority
+        self.pushType = pushType
         self.collapseKey = collapseKey
         self.encrypted = encrypted
         self.finalSize = finalSize

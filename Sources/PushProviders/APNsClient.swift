@@ -22,9 +22,6 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         public var keyId: String
         /// `apns-topic`: the app's bundle ID.
         public var topic: String
-        /// `apns-push-type`; `alert` for honkio's notifications (Apple's "Sending notification requests to
-        /// APNs").
-        public var pushType: String = "alert"
         /// Base URL for production tokens; tests point it at a fake.
         public var productionBaseURL: String = "https://api.push.apple.com"
         /// Base URL for sandbox tokens; tests point it at a second fake.
@@ -120,7 +117,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
     }
 
     /// The HTTP/2 request for one push (Apple's "Sending notification requests to APNs"): path, headers
-    /// in a fixed order, body unchanged.
+    /// in a fixed order, body unchanged. `apns-push-type` is the request's push type, `apns-priority`
+    /// its priority's 10 or 5, and always 5 for a background push (R-KIND-1, `PushType.apnsPriority`).
     public func httpRequest(for request: ProviderRequest, token: String) -> HTTPRequest {
         httpRequest(for: request, authorization: "bearer " + token)
     }
@@ -132,8 +130,8 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
         headers.reserveCapacity(8)
         headers.append(("authorization", authorization))
         headers.append(("apns-topic", configuration.topic))
-        headers.append(("apns-push-type", configuration.pushType))
-        headers.append(("apns-priority", request.priority == .high ? "10" : String(request.priority.apnsPriority)))
+        headers.append(("apns-push-type", request.pushType.apnsPushType))
+        headers.append(("apns-priority", request.pushType.apnsPriorityText(request.priority)))
         headers.append(("apns-expiration", request.expirationUnixSeconds <= 0 ? "0" : String(request.expirationUnixSeconds)))
         if let collapse = request.collapseId { headers.append(("apns-collapse-id", collapse)) }
         headers.append(("apns-id", request.apnsId))

@@ -15,8 +15,12 @@ public struct ProviderRequest: Sendable, Equatable {
     public var apnsEnvironment: APNsEnvironment
     /// Request body: the APNs JSON payload, or the full FCM v1 body `{"message":{...}}` built by PushCore.
     public var payload: [UInt8]
-    /// APNs `apns-priority` (FCM carries its priority inside `payload`).
+    /// The notification's priority (R-SEND-10): with `pushType`, APNs `apns-priority` and Web Push
+    /// `Urgency` (FCM carries its priority inside `payload`).
     public var priority: Priority
+    /// Alert or background (R-KIND-1): APNs `apns-push-type`, and `apns-priority` 5 / `Urgency: low`
+    /// for a background push (`PushType`).
+    public var pushType: PushType
     /// APNs `apns-expiration`: UNIX seconds after which the provider may drop it; 0 = now or never.
     public var expirationUnixSeconds: Int64
     /// APNs `apns-collapse-id` (≤ 64 bytes, R-SEND-13); for Web Push the collapse key, sent as
@@ -30,13 +34,14 @@ public struct ProviderRequest: Sendable, Equatable {
 
     /// Memberwise initializer.
     public init(deliveryId: Int64, deviceToken: String, apnsEnvironment: APNsEnvironment = .production,
-                payload: [UInt8], priority: Priority = .high, expirationUnixSeconds: Int64 = 0,
+                payload: [UInt8], priority: Priority = .high, pushType: PushType = .alert, expirationUnixSeconds: Int64 = 0,
                 collapseId: String? = nil, apnsId: String, ttlSeconds: Int64 = 0) {
         self.deliveryId = deliveryId
         self.deviceToken = deviceToken
         self.apnsEnvironment = apnsEnvironment
         self.payload = payload
         self.priority = priority
+        self.pushType = pushType
         self.expirationUnixSeconds = expirationUnixSeconds
         self.collapseId = collapseId
         self.apnsId = apnsId

@@ -9,7 +9,7 @@ import PushCrypto
 /// - `deviceToken` is the subscription **endpoint URL** (the request URL);
 /// - `payload` is the final aes128gcm body (the worker encrypts, `WebPushEncryption`), sent unchanged;
 /// - `ttlSeconds` → `TTL` (seconds left, R-SEND-10; clamped to 0...2 419 200);
-/// - `priority` → `Urgency: high | normal`;
+/// - `priority` → `Urgency: high | normal`, and `low` for a background push (R-KIND-1, `pushType`);
 /// - `collapseId` is the notification's collapse key → `Topic` (R-SEND-13, `WebPushTopic`), only if
 ///   one; `apnsId`, `apnsEnvironment` and `expirationUnixSeconds` are ignored.
 ///
@@ -150,7 +150,7 @@ public final class WebPushClient: PushProvider, @unchecked Sendable {
         }
         var headers: [(String, String)] = [
             ("ttl", String(min(max(0, request.ttlSeconds), Int64(Expiry.maxTTLSeconds)))),
-            ("urgency", request.priority.webPushUrgency),
+            ("urgency", request.pushType.webPushUrgency(request.priority)),
         ]
         do {
             if let key = request.collapseId, !key.isEmpty {

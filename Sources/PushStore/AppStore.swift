@@ -8,6 +8,10 @@ public struct PushApp: Sendable, Codable, Equatable {
     public var requireEncryption: Bool
     public var placeholderTitle: String
     public var placeholderBody: String
+    /// `placeholder_title_loc_key` (R-KIND-3): sent as `title-loc-key` instead of the title when set.
+    public var placeholderTitleLocKey: String?
+    /// `placeholder_body_loc_key` (R-KIND-3): sent as `loc-key` instead of the body when set.
+    public var placeholderBodyLocKey: String?
     public var deleted: Bool
     /// When the app was created.
     public var createdAt: Date
@@ -23,31 +27,47 @@ public final class AppStore {
         self.connection = connection
     }
 
-    /// Creates an app through `push_app_create` (sql/0006); nil arguments take the defaults of R-APP-1.
+    /// Creates an app through `push_app_create` (sql/0006); nil arguments take the defaults of R-APP-1
+    /// (no placeholder loc keys). Placeholder loc keys (R-KIND-3) are set by `push_app_update` in the
+    /// same transaction (sql/0011 leaves `push_app_create` as it is).
     /// - Throws: `PushError` `VALIDATION_ERROR` naming the field out of its bounds (R-LIM-1);
     ///   `PGError` on database failure.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
-                          placeholderBody: String? = nil) throws -> PushApp {
-        try StoreErrors.mapped {
-            try Self.decode(connection.exec(RegistryQueries.appCreate, [
+                          placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil,
+                          placeholderBodyLocKey: String? = nil) throws -> PushApp {
+        func create(_ c: PGConnection) throws -> PushApp {
+            try Self.decode(c.exec(RegistryQueries.appCreate, [
                 .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
                 placeholderBody.map(PGValue.text),
             ]))
         }
+        return try StoreErrors.mapped {
+            guard placeholderTitleLocKey != nil || placeholderBodyLocKey != nil else { return try create(connection) }
+            return try connection.transaction { c in
+                let app = try create(c)
+                return try Self.decode(c.exec(RegistryQueries.appUpdate, [
+                    .uuid(app.id), nil, nil, nil, nil, placeholderTitleLocKey.map(PGValue.text),
+                    placeholderBodyLocKey.map(PGValue.text),
+                ]))
+            }
+        }
     }
 
-    /// Updates the given fields through `push_app_update` (sql/0006); nil leaves a field unchanged.
+    /// Updates the given fields through `push_app_update` (sql/0011); nil leaves a field unchanged, an
+    /// empty placeholder loc key removes it.
     /// Takes effect for notifications already queued too (R-APP-2: the policy is read at send
     /// time); turning `require_encryption` off records `push_app.encryption_disabled`. Returns nil
     /// for an unknown or deleted app.
     /// - Throws: `PushError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
     public func appUpdate(id: UUID, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
-                          placeholderBody: String? = nil, name: String? = nil) throws -> PushApp? {
+                          placeholderBody: String? = nil, name: String? = nil, placeholderTitleLocKey: String? = nil,
+                          placeholderBodyLocKey: String? = nil) throws -> PushApp? {
         do {
             return try StoreErrors.mapped {
                 try Self.decode(connection.exec(RegistryQueries.appUpdate, [
                     .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-                    placeholderBody.map(PGValue.text), name.map(PGValue.text),
+                    placeholderBody.map(PGValue.text), name.map(PGValue.text), placeholderTitleLocKey.map(PGValue.text),
+                    placeholderBodyLocKey.map(PGValue.text),
                 ]))
             }
         } catch let e as PushError where e.code == .notFound {
@@ -67,11 +87,17 @@ public final class AppStore {
         try connection.exec(RegistryQueries.appDelete, [.uuid(id)]).affectedRowCount == 1
     }
 
+    /// The app of row 0; the loc keys only where the result has them (`push_app_create` has not: a
+    /// new app has none).
     private static func decode(_ r: PGResult) throws -> PushApp {
-        PushApp(id: try r.uuid(0, "id"), name: try r.string(0, "name"),
+        let locKeys = (try? r.columnIndex(named: "placeholder_title_loc_key")) != nil
+        return PushApp(id: try r.uuid(0, "id"), name: try r.string(0, "name"),
                 requireEncryption: try r.bool(0, "require_encryption"),
                 placeholderTitle: try r.string(0, "placeholder_title"),
-                placeholderBody: try r.string(0, "placeholder_body"), deleted: try r.bool(0, "deleted"),
+                placeholderBody: try r.string(0, "placeholder_body"),
+                placeholderTitleLocKey: locKeys ? try r.decode(0, "placeholder_title_loc_key") : nil,
+                placeholderBodyLocKey: locKeys ? try r.decode(0, "placeholder_body_loc_key") : nil,
+                deleted: try r.bool(0, "deleted"),
                 createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
     }
 }

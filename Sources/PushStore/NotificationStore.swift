@@ -23,6 +23,22 @@ public struct EnqueueRequest: Sendable {
     public var idempotencyKey: String?
     public var smsPhone: String?
     public var smsText: String?
+    /// `alert` (default) or `background` (R-KIND-1).
+    public var pushType: String?
+    /// iOS presentation fields (R-KIND-2).
+    public var interruptionLevel: String?
+    public var relevanceScore: Double?
+    public var category: String?
+    public var targetContentID: String?
+    public var criticalSoundName: String?
+    public var criticalSoundVolume: Double?
+    /// The notification's own loc keys and args (R-KIND-3).
+    public var titleLocKey: String?
+    public var titleLocArgs: [String]?
+    public var bodyLocKey: String?
+    public var bodyLocArgs: [String]?
+    /// Android notification channel (plaintext Android only).
+    public var channelID: String?
 
     public init(appID: UUID, mode: String, userIDs: [String]) {
         self.appID = appID
@@ -90,7 +106,7 @@ public final class NotificationStore {
         self.connection = connection
     }
 
-    /// Enqueues through `push_enqueue` (charges, job, NOTIFY, idempotency). Returns the id and
+    /// Enqueues through `push_enqueue` (sql/0011: charges, job, NOTIFY, idempotency). Returns the id and
     /// whether it was created (false: a replay of the idempotency key, answered with the first
     /// notification). Throws `PGError` whose message starts with the stable code
     /// (`VALIDATION_ERROR: ...`, `PUSH_PAYLOAD_TOO_LARGE: ...`, `NOT_FOUND: ...`,
@@ -102,7 +118,11 @@ public final class NotificationStore {
             q.sound.map(PGValue.text), q.threadID.map(PGValue.text), q.collapseKey.map(PGValue.text),
             q.priority.map(PGValue.text), q.sendAt.map(PGValue.date), q.ttlSeconds.map(PGValue.int),
             q.idempotencyKey.map(PGValue.text), q.smsPhone.map(PGValue.text), q.smsText.map(PGValue.text),
-            now.map(PGValue.date),
+            now.map(PGValue.date), q.pushType.map(PGValue.text), q.interruptionLevel.map(PGValue.text),
+            q.relevanceScore.map(PGValue.double), q.category.map(PGValue.text), q.targetContentID.map(PGValue.text),
+            q.criticalSoundName.map(PGValue.text), q.criticalSoundVolume.map(PGValue.double),
+            q.titleLocKey.map(PGValue.text), q.titleLocArgs.map { .textArray($0) }, q.bodyLocKey.map(PGValue.text),
+            q.bodyLocArgs.map { .textArray($0) }, q.channelID.map(PGValue.text),
         ])
         return (try r.uuid(0, "notification_id"), try r.bool(0, "created"))
     }
@@ -128,7 +148,9 @@ public final class NotificationStore {
         let app = PushApp(id: try r.uuid(0, "app_id"), name: try r.string(0, "name"),
                           requireEncryption: try r.bool(0, "require_encryption"),
                           placeholderTitle: try r.string(0, "placeholder_title"),
-                          placeholderBody: try r.string(0, "placeholder_body"), deleted: try r.bool(0, "deleted"),
+                          placeholderBody: try r.string(0, "placeholder_body"),
+                          placeholderTitleLocKey: try r.decode(0, "placeholder_title_loc_key"),
+                          placeholderBodyLocKey: try r.decode(0, "placeholder_body_loc_key"), deleted: try r.bool(0, "deleted"),
                           createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
         var audience: [AudienceDevice] = []
         for i in r.rows where try !r.isNull(i, "id") {

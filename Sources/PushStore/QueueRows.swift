@@ -47,6 +47,8 @@ public struct NotificationRow: Sendable {
     /// `require_encryption` as read at send time (R-SEND-2); nil before the send time.
     public var encrypted: Bool?
     public var hasSMSFallback: Bool
+    /// Push type, iOS presentation, loc texts, Android channel (sql/0011).
+    public var kindFields = NotificationKindFields()
 }
 
 /// The app's policy and placeholder text (R-APP-1).
@@ -54,6 +56,9 @@ public struct AppPolicyRow: Sendable {
     public var requireEncryption: Bool
     public var placeholderTitle: String
     public var placeholderBody: String
+    /// The placeholder's loc keys (R-KIND-3), sent instead of the literal parts when set.
+    public var placeholderTitleLocKey: String?
+    public var placeholderBodyLocKey: String?
     /// Soft-deleted app: its notifications end as NO_DEVICES with DEVICE_GONE refunds.
     public var deleted: Bool
 }

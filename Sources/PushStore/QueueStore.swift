@@ -60,10 +60,12 @@ public final class QueueStore {
             priority: try r.string(i, k.priority), ttlSeconds: try r.int(i, k.ttlSeconds),
             acceptedAt: try r.date(i, k.acceptedAt), sendAt: try r.decode(i, k.sendAt),
             expiresAt: try r.date(i, k.expiresAt), encrypted: try r.decode(i, k.encrypted),
-            hasSMSFallback: try r.bool(i, k.hasSms))
+            hasSMSFallback: try r.bool(i, k.hasSms), kindFields: try k.kinds.fields(r, i))
         let app = AppPolicyRow(requireEncryption: try r.bool(i, k.requireEncryption),
                                placeholderTitle: try r.string(i, k.placeholderTitle),
                                placeholderBody: try r.string(i, k.placeholderBody),
+                               placeholderTitleLocKey: try r.decode(i, k.kinds.placeholderTitleLocKey),
+                               placeholderBodyLocKey: try r.decode(i, k.kinds.placeholderBodyLocKey),
                                deleted: try r.bool(i, k.appDeleted))
         return ClaimedJob(id: try r.int64(i, k.id), kind: kind, deviceIDs: ids,
                           leaseToken: try r.uuid(i, k.leaseToken), attempt: try r.int(i, k.attempt),

@@ -92,7 +92,9 @@ public final class BatchProcessor {
             }
             let planner = DeliveryPlanner(content: content,
                                           placeholders: AppPlaceholders(title: input.job.app.placeholderTitle,
-                                                                        body: input.job.app.placeholderBody),
+                                                                        body: input.job.app.placeholderBody,
+                                                                        titleLocKey: input.job.app.placeholderTitleLocKey,
+                                                                        bodyLocKey: input.job.app.placeholderBodyLocKey),
                                           requireEncryption: input.encrypted, mode: mode,
                                           invalidCredentials: states.unusable)
             let expiry = Expiry(accepted: n.acceptedAt, sendAt: n.sendAt, ttlSeconds: n.ttlSeconds)
@@ -161,7 +163,8 @@ public final class BatchProcessor {
                 let push = OutboundPush(deviceID: item.device.deviceID, platform: item.plan.platform,
                                         token: item.plan.platform == .web ? (item.device.endpoint ?? "") : item.plan.token,
                                         apnsEnvironment: item.plan.apnsEnvironment, body: body,
-                                        priority: item.plan.priority, apnsExpiration: item.ttl.apnsExpiration,
+                                        priority: item.plan.priority, pushType: item.plan.pushType,
+                                        apnsExpiration: item.ttl.apnsExpiration,
                                         secondsLeft: item.ttl.secondsLeft, collapseKey: item.plan.collapseKey,
                                         apnsID: item.device.apnsID, previousAttempts: item.device.attempts)
                 let key = GroupKey(appID: item.appID, mode: item.mode)
@@ -305,12 +308,14 @@ public final class BatchProcessor {
 
     static func content(of n: NotificationRow) throws -> NotificationContent {
         let data = try n.data.map { try JSONParser.parseDataObject($0) }
-        let content = NotificationContent(title: n.title, body: n.body, data: data, badge: n.badge, sound: n.sound,
+        var content = NotificationContent(title: n.title, body: n.body, data: data, badge: n.badge, sound: n.sound,
                                           threadId: n.threadID, collapseKey: n.collapseKey,
                                           priority: Priority(rawValue: n.priority) ?? .high)
         // The API may call push_enqueue without the CLI's checks: reserved data keys (`hk` would pass
-        // for an envelope on Android) and the like are refused here too, as INVALID_DATA.
+        // for an envelope on Android), a background push with a title (R-KIND-1) and the like are
+        // refused here too, as INVALID_DATA.
         do {
+            try Self.applyKindFields(n.kindFields, to: &content)
             try content.validate()
         } catch let e as PushError {
             throw PushError(.invalidData, e.message)

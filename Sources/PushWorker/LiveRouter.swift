@@ -175,7 +175,7 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
     /// requests to APNs"; Firebase's "REST Resource: projects.messages").
     public static func request(_ p: OutboundPush, index: Int) -> ProviderRequest {
         ProviderRequest(deliveryId: Int64(index), deviceToken: p.token, apnsEnvironment: p.apnsEnvironment ?? .production,
-                        payload: p.body, priority: p.priority, expirationUnixSeconds: p.apnsExpiration,
+                        payload: p.body, priority: p.priority, pushType: p.pushType, expirationUnixSeconds: p.apnsExpiration,
                         collapseId: p.collapseKey, apnsId: p.apnsID.uuidString.lowercased(),
                         ttlSeconds: Int64(p.secondsLeft))
     }

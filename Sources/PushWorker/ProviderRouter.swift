@@ -13,6 +13,8 @@ public struct OutboundPush: Sendable {
     /// The request body exactly as sent (APNs JSON, FCM request JSON, Web Push aes128gcm body).
     public var body: [UInt8]
     public var priority: Priority
+    /// Alert or background (R-KIND-1).
+    public var pushType: PushType = .alert
     /// `apns-expiration` (UNIX seconds, 0 = now or never).
     public var apnsExpiration: Int64
     /// Seconds left (FCM `ttl`, Web Push `TTL`).

@@ -8,8 +8,9 @@ import PushStore
 public final class ReadinessGate {
     /// The schema version this build needs: sql/0012_sms_fallback is the newest migration it uses
     /// (the SMS dispatcher's functions, on sql/0009_webhooks's leased outbox, which the webhook
-    /// dispatcher and retention use too); sql/0006's queue functions take their locks in the order
-    /// of sql/LOCK_ORDER.md, sql/0007 seals provider tokens.
+    /// dispatcher and retention use too); sql/0011_push_kinds gives the kind columns its claim
+    /// reads; sql/0007 seals provider tokens; sql/0006's queue functions take their locks in the
+    /// order of sql/LOCK_ORDER.md.
     public static let requiredSchemaVersion = 12
 
     /// Why a database is not fit for work.

@@ -62,6 +62,14 @@ struct Arguments {
         return n
     }
 
+    /// A decimal number (its range is the acceptance service's to judge); nil when absent.
+    /// - Throws: `CLIError.usage` for text that is not a number.
+    func number(_ name: String) throws -> Double? {
+        guard let v = value(name) else { return nil }
+        guard let d = Double(v) else { throw CLIError.usage("--\(name) must be a number, got \(v.prefix(40))") }
+        return d
+    }
+
     /// A number of seconds (or any decimal) that must lie in `range`; nil when absent.
     /// - Throws: `CLIError.usage` for text that is not a finite number or is out of range.
     func seconds(_ name: String, in range: ClosedRange<Double>) throws -> Double? {

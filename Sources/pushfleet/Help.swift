@@ -40,7 +40,9 @@ enum Help {
 
     static let apps = """
     Usage: pushfleet apps create --name NAME [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
+                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
+                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]   ('' removes a loc key)
            pushfleet apps show ID | pushfleet apps delete ID
            pushfleet apps credentials set|show|remove|rotate-key ...   (see pushfleet apps credentials --help)
            pushfleet apps vapid create ID --subject mailto:...          (Web Push, RFC 8292)
@@ -61,8 +63,14 @@ enum Help {
                           [--title T] [--body B] [--data JSON_OBJECT] [--badge N] [--sound S] [--thread-id T]
                           [--collapse-key K] [--priority high|normal] [--send-at RFC3339|+30s] [--ttl SECONDS]
                           [--idempotency-key K] [--sms-phone P --sms-text T]
+                          [--push-type alert|background] [--channel-id C]
+                          [--title-loc-key K] [--title-loc-arg A ...] [--body-loc-key K] [--body-loc-arg A ...]
+                          [--interruption-level passive|active|time-sensitive|critical] [--relevance-score 0..1]
+                          [--category C] [--target-content-id T] [--critical-sound NAME [--critical-volume 0..1]]
       Refuses content whose payload would exceed 4096 bytes for a targeted device (R-SEND-7), saying how
-      many bytes to cut; prints the notification id. The SMS fallback (sent when no device could take the
+      many bytes to cut; prints the notification id. A background push (R-KIND-1) carries only --data and
+      --collapse-key; the iOS presentation fields (R-KIND-2) are ignored for Android and Web devices,
+      --channel-id for iOS and Web ones. The SMS fallback (sent when no device could take the
       notification, R-SEND-6, R-SMS-1) needs an E.164 phone (+ and 8 to 15 digits) and 1 to 1600 characters
       of text; its segment count (GSM-7 or UCS-2) is printed on stderr, or in --json.
     """

@@ -10,23 +10,23 @@ import XCTest
 /// bound, both refuse one more with VALIDATION_ERROR naming the same field, and no message quotes
 /// the content.
 final class FieldBoundsTests: AcceptanceTestCase {
-    private var app: UUID!
+    var app: UUID!
 
     override func setUpWithError() throws {
         try super.setUpWithError()
         app = try makeApp()
     }
 
-    private func base() -> SendRequest {
+    func base() -> SendRequest {
         var r = SendRequest(appID: app, mode: .test, userIDs: ["alice"])
         r.title = "t"
         return r
     }
 
     /// The request as the storage step receives it (what a backend would pass to push_enqueue).
-    private func enqueueRequest(_ r: SendRequest) -> EnqueueRequest { SendValidation.storageRequest(r, data: r.data) }
+    func enqueueRequest(_ r: SendRequest) -> EnqueueRequest { SendValidation.storageRequest(r, data: r.data) }
 
-    private func sqlError(_ q: EnqueueRequest) -> PushError? {
+    func sqlError(_ q: EnqueueRequest) -> PushError? {
         do {
             _ = try NotificationStore(connection: conn).enqueue(q)
             return nil
@@ -38,7 +38,7 @@ final class FieldBoundsTests: AcceptanceTestCase {
     }
 
     /// `accepted` passes both paths; `refused` fails both with `field`, without quoting `marker`.
-    private func check(_ field: String, marker: String? = nil, accepted: (inout SendRequest) -> Void,
+    func check(_ field: String, marker: String? = nil, accepted: (inout SendRequest) -> Void,
                        refused: (inout SendRequest) -> Void, file: StaticString = #filePath, line: UInt = #line) {
         var ok = base()
         accepted(&ok)
@@ -161,17 +161,37 @@ final class FieldBoundsTests: AcceptanceTestCase {
             do { _ = try conn.exec(sql, params); return nil } catch let e as PGError { return StoreErrors.domainError(e)?.field ?? "raw: \(e)" } catch { return "\(error)" }
         }
         let create = "SELECT * FROM push_app_create($1::text, NULL, $2::text, $3::text)"
+        // The placeholder loc keys (sql/0011) are set through push_app_update (in the creating
+        // transaction for a new app).
+        let update = "SELECT * FROM push_app_update($1::uuid, NULL, NULL, NULL, NULL, $2::text, $3::text)"
         XCTAssertNoThrow(try service.createApp(AppCreateRequest(name: String(repeating: "n", count: 200))))
         assertRefused(.validationError, field: "name") { _ = try service.createApp(AppCreateRequest(name: String(repeating: "n", count: 201))) }
         assertRefused(.validationError, field: "name") { _ = try service.createApp(AppCreateRequest(name: "")) }
         XCTAssertEqual(sqlField(create, [.text(String(repeating: "n", count: 201)), nil, nil]), "name")
-        XCTAssertNil(sqlField(create, [.text("n"), .text(String(repeating: "p", count: 128)), .text(String(repeating: "\\", count: 64))]))
-        for (field, over) in [("placeholder_title", AppCreateRequest(name: "n", placeholderTitle: String(repeating: "p", count: 129))),
-                              ("placeholder_body", AppCreateRequest(name: "n", placeholderBody: String(repeating: "\\", count: 65)))] {
+        // 96 bytes as escaped (sql/0011; 128 before): 96 plain bytes or 48 escaped backslashes pass.
+        let atBound = AppCreateRequest(name: "n", placeholderTitle: String(repeating: "p", count: 96),
+                                       placeholderBody: String(repeating: "\\", count: 48),
+                                       placeholderTitleLocKey: String(repeating: "k", count: 96),
+                                       placeholderBodyLocKey: String(repeating: "\"", count: 48))
+        XCTAssertNoThrow(try service.createApp(atBound))
+        XCTAssertNil(sqlField(create, [.text("n"), atBound.placeholderTitle.map(PGValue.text), atBound.placeholderBody.map(PGValue.text)]))
+        XCTAssertNil(sqlField(update, [.uuid(app), atBound.placeholderTitleLocKey.map(PGValue.text),
+                                       atBound.placeholderBodyLocKey.map(PGValue.text)]))
+        func sqlFieldOf(_ r: AppCreateRequest) -> String? {
+            r.placeholderTitleLocKey == nil && r.placeholderBodyLocKey == nil
+                ? sqlField(create, [.text(r.name), r.placeholderTitle.map(PGValue.text), r.placeholderBody.map(PGValue.text)])
+                : sqlField(update, [.uuid(app), r.placeholderTitleLocKey.map(PGValue.text), r.placeholderBodyLocKey.map(PGValue.text)])
+        }
+        for (field, over) in [("placeholder_title", AppCreateRequest(name: "n", placeholderTitle: String(repeating: "p", count: 97))),
+                              ("placeholder_body", AppCreateRequest(name: "n", placeholderBody: String(repeating: "\\", count: 49))),
+                              ("placeholder_title_loc_key", AppCreateRequest(name: "n", placeholderTitleLocKey: String(repeating: "k", count: 97))),
+                              ("placeholder_body_loc_key", AppCreateRequest(name: "n", placeholderBodyLocKey: String(repeating: "\n", count: 49)))] {
             assertRefused(.validationError, field: field) { _ = try service.createApp(over) }
-            XCTAssertEqual(sqlField(create, [.text("n"), over.placeholderTitle.map(PGValue.text), over.placeholderBody.map(PGValue.text)]), field)
+            XCTAssertEqual(sqlFieldOf(over), field)
             assertRefused(.validationError, field: field) {
-                _ = try service.updateApp(id: app, AppUpdateRequest(placeholderTitle: over.placeholderTitle, placeholderBody: over.placeholderBody))
+                _ = try service.updateApp(id: app, AppUpdateRequest(placeholderTitle: over.placeholderTitle, placeholderBody: over.placeholderBody,
+                                                                     placeholderTitleLocKey: over.placeholderTitleLocKey,
+                                                                     placeholderBodyLocKey: over.placeholderBodyLocKey))
             }
         }
         XCTAssertEqual(sqlField("SELECT * FROM push_app_update($1::uuid, NULL, NULL, NULL, $2::text)",

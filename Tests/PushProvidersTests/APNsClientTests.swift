@@ -300,6 +300,44 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(fake.log("push").count, 0, "verification is never switched off")
     }
 
+    /// R-KIND-1: a background push of a `high` notification goes out as `apns-push-type: background`
+    /// with `apns-priority: 5`, which the fake accepts; the same request with priority 10, or with an
+    /// alert in its `aps`, is refused by the fake (so the acceptance above is a check, not a pass-through).
+    func testBackgroundPushHeadersAndWhatTheFakeRefuses() throws {
+        let fake = try startFake()
+        let cache = InMemoryProviderTokenCache()
+        let apns = try client(production: fake, tokenCache: cache)
+        var request = push("bg1")
+        request.pushType = .background
+        request.priority = .high
+        request.payload = Array(#"{"aps":{"content-available":1},"data":{"sync":"1"}}"#.utf8)
+        XCTAssertEqual(apns.send([request]).map(\.httpStatus), [200])
+        let logged = try XCTUnwrap(fake.log("push").first)
+        XCTAssertEqual(logged["push_type"] as? String, "background")
+        XCTAssertEqual(logged["priority"] as? String, "5", "Apple refuses 10 for a background push")
+
+        let token = try cache.currentToken(for: apns.tokenCacheKey, now: Int64(Date().timeIntervalSince1970)) { _ in
+            throw PushError(.providerError, "the JWT should be cached by now")
+        }.value
+        func status(_ change: (inout HTTPRequest) -> Void) throws -> (Int, String) {
+            var http = apns.httpRequest(for: request, token: token)
+            change(&http)
+            guard case .response(let r) = try XCTUnwrap(apns.http.perform([http]).first) else { return (0, "") }
+            return (r.status, String(decoding: r.body, as: UTF8.self))
+        }
+        let ten = try status { r in r.headers = r.headers.map { $0.0 == "apns-priority" ? ($0.0, "10") : $0 } }
+        XCTAssertEqual(ten.0, 400)
+        XCTAssertTrue(ten.1.contains("BadPriority"), ten.1)
+        let alert = try status { r in r.body = Array(#"{"aps":{"alert":{"title":"t"},"content-available":1}}"#.utf8) }
+        XCTAssertEqual(alert.0, 400)
+        XCTAssertTrue(alert.1.contains("FakeBadPayload"), alert.1)
+        // And an alert whose critical interruption level lacks the critical sound dictionary.
+        var critical = push("al1")
+        critical.payload = Array(#"{"aps":{"alert":{"title":"t"},"interruption-level":"critical","sound":"default"}}"#.utf8)
+        XCTAssertEqual(apns.send([critical]).map(\.httpStatus), [400])
+        XCTAssertEqual(fake.log("bad_payload").count, 2)
+    }
+
     func testDeviceTokenCannotEscapeThePath() {
         XCTAssertEqual(APNsClient.pathSegment("ab/../x?y"), "ab%2F..%2Fx%3Fy")
     }

@@ -127,4 +127,39 @@ final class APNsTransportTests: XCTestCase {
         XCTAssertEqual(answers[51].transport, .connectionError)
         XCTAssertEqual(pushes(fake).count, 50)
     }
+
+    /// R-KIND-1 on the wire through both HTTP/2 clients (nghttp2, the default, and the libcurl
+    /// fallback): each request carries its own `apns-push-type` and `apns-priority` (a background push
+    /// 5 whatever the notification's priority), as the fake logs them, and the header list is exactly
+    /// Apple's, in its fixed order.
+    func testPushTypeAndPriorityHeadersReachTheServerThroughBothTransports() throws {
+        let fake = try startFake(["--max-streams", "100"])
+        let cases: [(PushType, Priority, type: String, priority: String)] = [
+            (.alert, .high, "alert", "10"), (.alert, .normal, "alert", "5"),
+            (.background, .high, "background", "5"), (.background, .normal, "background", "5"),
+        ]
+        for transport in HTTPTransportKind.allCases {
+            let apns = try client(fake) { $0.transport = transport }
+            let batch = cases.enumerated().map { i, c -> ProviderRequest in
+                var r = push(String(format: "%064x", i))
+                r.pushType = c.0
+                r.priority = c.1
+                if c.0 == .background { r.payload = Array(#"{"aps":{"content-available":1},"data":{"s":"1"}}"#.utf8) }
+                return r
+            }
+            XCTAssertEqual(apns.send(batch).map(\.httpStatus), [Int?](repeating: 200, count: cases.count), "\(transport)")
+            let logged = pushes(fake)
+            for (r, c) in zip(batch, cases) {
+                let line = try XCTUnwrap(logged[r.apnsId]?.first, "\(transport) \(c.type)")
+                XCTAssertEqual(line["push_type"] as? String, c.type, "\(transport)")
+                XCTAssertEqual(line["priority"] as? String, c.priority, "\(transport) \(c.type) \(c.1)")
+            }
+            XCTAssertEqual(fake.log("bad_payload").count, 0)
+            let http = apns.httpRequest(for: batch[2], token: "T")
+            XCTAssertEqual(http.headers.map(\.0), ["authorization", "apns-topic", "apns-push-type", "apns-priority",
+                                                   "apns-expiration", "apns-id", "content-type"])
+            XCTAssertEqual(http.headers.map(\.1), ["bearer T", Self.topic, "background", "5", "0", batch[2].apnsId,
+                                                   "application/json"])
+        }
+    }
 }

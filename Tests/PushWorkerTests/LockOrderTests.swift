@@ -140,7 +140,8 @@ final class LockOrderTests: WorkerTestCase {
         XCTAssertNil(failure.value)
     }
 
-    /// The issue's race, bounded: 300 notifications due in 2 s, three workers draining, and three
+    /// The issue's race, bounded: 300 notifications due in 4 s (room for the setup on a loaded
+    /// machine: 1.5 s was once too little), three workers draining, and three
     /// sessions cancelling a third of them each, timed at the send time. Every cancel answers (true
     /// or false, never 40P01), no job loses an attempt, every notification ends.
     func testCancelsAtTheSendTimeAgainstThreeWorkersNeverDeadlock() throws {
@@ -150,7 +151,7 @@ final class LockOrderTests: WorkerTestCase {
                                                               'u' || i, NULL, 'keep', NULL, NULL)
                                     FROM generate_series(0, 299) i) s
             """, [.uuid(app)])
-        let sendAt = Date().addingTimeInterval(1.5)
+        let sendAt = Date().addingTimeInterval(4)
         let r = try conn.exec("""
             SELECT (push_enqueue($1::uuid, 'test', ARRAY['u' || i], NULL, 't', NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                  $2::timestamptz, NULL, NULL, NULL, NULL)).notification_id AS id

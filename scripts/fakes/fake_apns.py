@@ -6,6 +6,15 @@ a DER signature is refused) with --public-key, `kid` = --key-id, `iss` = --team-
 --max-token-age seconds; `apns-topic` = --topic (else 400 TopicDisallowed); `apns-push-type`;
 `apns-priority` in 10/5/1; numeric `apns-expiration`; `apns-collapse-id` <= 64 bytes; lower-case UUID
 `apns-id`; body 1..4096 bytes (413 PayloadTooLarge above).
+The payload must match its push type and priority (R-KIND-1, R-KIND-2): a `background` push needs
+`apns-priority: 5` (10 is an error for Apple too: 400 BadPriority) and an `aps` of exactly
+{"content-available": 1}; in any push, `interruption-level` is passive / active / time-sensitive /
+critical, `relevance-score` a number from 0 to 1, `category` and `target-content-id` strings,
+`sound` a string or the critical dictionary {"critical": 1, "name": str[, "volume": 0..1]}, which
+`interruption-level: critical` needs, and `mutable-content: 1` needs an `alert`. A payload that
+breaks one of these is answered 400 {"reason": "FakeBadPayload", "detail": ...}: the fake's own
+reason (Apple documents none for a mismatched payload, only that it may be dropped), logged as
+{"kind":"bad_payload","detail":..}.
 As APNs with token auth ("Sending notification requests to APNs"), a new connection allows one stream (--initial-streams, default 1) until
 a request with a valid token has been seen, then --max-streams (default 1000) through a new SETTINGS
 frame; streams beyond the advertised limit get RST_STREAM REFUSED_STREAM. A token's signature is
@@ -57,6 +66,50 @@ def b64url_decode(text):
 
 def reason(status, why, headers=None, **extra):
     return Response.json(status, dict({"reason": why}, **extra), headers)
+
+
+INTERRUPTION_LEVELS = {"passive", "active", "time-sensitive", "critical"}
+
+
+def unit_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+def payload_problem(body, push_type, priority):
+    """What makes `body` wrong for its push type and priority (R-KIND-1/2), or None."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return "not JSON"
+    aps = payload.get("aps") if isinstance(payload, dict) else None
+    if not isinstance(aps, dict):
+        return "no aps object"
+    if push_type == "background":
+        if priority != "5":
+            return "priority"  # answered BadPriority, as Apple does
+        if aps != {"content-available": 1}:
+            return "a background push's aps must be exactly {\"content-available\": 1}"
+        return None
+    level = aps.get("interruption-level")
+    if level is not None and level not in INTERRUPTION_LEVELS:
+        return "interruption-level"
+    if "relevance-score" in aps and not unit_number(aps["relevance-score"]):
+        return "relevance-score"
+    for key in ("category", "target-content-id", "thread-id"):
+        if key in aps and not isinstance(aps[key], str):
+            return key
+    sound = aps.get("sound")
+    if isinstance(sound, dict):
+        if sound.get("critical") != 1 or not isinstance(sound.get("name"), str) or \
+                ("volume" in sound and not unit_number(sound["volume"])) or set(sound) - {"critical", "name", "volume"}:
+            return "sound dictionary"
+    elif sound is not None and not isinstance(sound, str):
+        return "sound"
+    if level == "critical" and not isinstance(sound, dict):
+        return "interruption-level critical without the critical sound dictionary"
+    if aps.get("mutable-content") == 1 and not aps.get("alert"):
+        return "mutable-content without an alert"
+    return None
 
 
 class FakeAPNs:
@@ -162,6 +215,12 @@ class FakeAPNs:
             return reason(400, "PayloadEmpty")
         if len(req.body) > 4096:
             return reason(413, "PayloadTooLarge")
+        problem = payload_problem(req.body, h.get("apns-push-type", "alert"), h.get("apns-priority", "10"))
+        if problem == "priority":
+            return reason(400, "BadPriority")
+        if problem:
+            self.log.write({"kind": "bad_payload", "conn": req.conn_id, "token": token, "detail": problem})
+            return reason(400, "FakeBadPayload", detail=problem)
         if token.startswith("hang"):  # logged before hanging, so tests can see each attempt's apns-id
             self.log.write({"kind": "hang", "conn": req.conn_id, "apns_id": apns_id, "token": token})
         if token.startswith("drain"):

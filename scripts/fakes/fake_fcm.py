@@ -9,7 +9,9 @@ POST /token  (form: grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer, asse
   logged as {"kind":"oauth_refused","error_description":..,"assertion":<JWT or null>}.
 POST /v1/projects/<--project-id>/messages:send  with `authorization: Bearer <issued token>` (else 401
   UNAUTHENTICATED). Body {"message":{"token":...,...}}; data values must be strings (else 400
-  INVALID_ARGUMENT naming message.data[i].value); android.ttl must look like "<n>s".
+  INVALID_ARGUMENT naming message.data[i].value); android.ttl must look like "<n>s"; android.priority is
+  HIGH or NORMAL; android.notification's fields are strings, notification_count a number and the four
+  *_loc_args arrays of strings (else 400 INVALID_ARGUMENT naming the field).
 Scenario by message.token prefix (Google error envelope, FcmError in details):
   unregistered -> 404 UNREGISTERED          badtoken    -> 400 INVALID_ARGUMENT, field message.token
   mismatch     -> 403 SENDER_ID_MISMATCH    quota       -> 429 QUOTA_EXCEEDED + retry-after: 30
@@ -142,6 +144,10 @@ class FakeFCM:
         if ttl is not None and not re.match(r"^\d+(\.\d+)?s$", str(ttl)):
             return google_error(400, "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl'", "INVALID_ARGUMENT",
                                 [field_violation("message.android.ttl", "bad duration")])
+        bad = self.android_problem(message.get("android") or {})
+        if bad:
+            return google_error(400, "INVALID_ARGUMENT", "Invalid value at '%s'" % bad, "INVALID_ARGUMENT",
+                                [field_violation(bad, "bad value")])
         answer = await self.scenario(token, bearer)
         if answer is not None:
             return answer
@@ -150,6 +156,24 @@ class FakeFCM:
         self.log.write({"kind": "push", "conn": req.conn_id, "token": token, "name": name,
                         "body": req.body.decode("utf-8", "replace"), "oauth_n": self.tokens.get(bearer)})
         return Response.json(200, {"name": name})
+
+    @staticmethod
+    def android_problem(android):
+        """The first field of message.android with a value of the wrong type, or None."""
+        if android.get("priority", "NORMAL") not in ("HIGH", "NORMAL"):
+            return "message.android.priority"
+        notification = android.get("notification") or {}
+        for key, value in notification.items():
+            field = "message.android.notification." + key
+            if key.endswith("_loc_args"):
+                if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+                    return field
+            elif key == "notification_count":
+                if not isinstance(value, int) or isinstance(value, bool):
+                    return field
+            elif not isinstance(value, str):
+                return field
+        return None
 
     async def scenario(self, token, bearer):
         if token.startswith("unregistered"):

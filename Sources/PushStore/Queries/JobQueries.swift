@@ -59,7 +59,8 @@ enum JobQueries {
            CASE WHEN x.problem IS NULL THEN n.collapse_key END AS collapse_key,
            n.priority, n.ttl_seconds, n.accepted_at, n.send_at, n.expires_at, n.encrypted, n.sms_phone IS NOT NULL AS has_sms,
            a.require_encryption, CASE WHEN x.problem IS NULL THEN a.placeholder_title END AS placeholder_title,
-           CASE WHEN x.problem IS NULL THEN a.placeholder_body END AS placeholder_body, a.deleted_at IS NOT NULL AS app_deleted
+           CASE WHEN x.problem IS NULL THEN a.placeholder_body END AS placeholder_body, a.deleted_at IS NOT NULL AS app_deleted,
+           \(claimKindColumns)
       FROM claimed c
       -- Outer joins: a job whose notification or app row is missing (foreign keys bypassed, as by a
       -- partial restore) is answered with its problem and set aside at once, not dropped here and
@@ -72,10 +73,37 @@ enum JobQueries {
           WHEN a.id IS NULL THEN 'ORPHANED_JOB: the notification''s app row is missing'
           WHEN greatest(octet_length(n.title), octet_length(n.body), octet_length(n.data), octet_length(n.sound),
                         octet_length(n.thread_id), octet_length(n.collapse_key), octet_length(a.placeholder_title),
-                        octet_length(a.placeholder_body)) > 65536
+                        octet_length(a.placeholder_body), \(kindTextLengths)) > 65536
             THEN 'OVERSIZED_ROW: a stored text of the notification or its app is over 65536 bytes'
           END AS problem) x
      ORDER BY c.priority DESC, c.id
+    """
+
+    /// The claim's kind columns (sql/0011, R-KIND-1..3), the texts only for a row without a problem,
+    /// the loc args as JSON array text. Read by `KindColumns`.
+    static let claimKindColumns = """
+    n.relevance_score, n.critical_sound_volume,
+               CASE WHEN x.problem IS NULL THEN n.push_type END AS push_type,
+               CASE WHEN x.problem IS NULL THEN n.interruption_level END AS interruption_level,
+               CASE WHEN x.problem IS NULL THEN n.category END AS category,
+               CASE WHEN x.problem IS NULL THEN n.target_content_id END AS target_content_id,
+               CASE WHEN x.problem IS NULL THEN n.critical_sound_name END AS critical_sound_name,
+               CASE WHEN x.problem IS NULL THEN n.title_loc_key END AS title_loc_key,
+               CASE WHEN x.problem IS NULL THEN array_to_json(n.title_loc_args)::text END AS title_loc_args,
+               CASE WHEN x.problem IS NULL THEN n.body_loc_key END AS body_loc_key,
+               CASE WHEN x.problem IS NULL THEN array_to_json(n.body_loc_args)::text END AS body_loc_args,
+               CASE WHEN x.problem IS NULL THEN n.channel_id END AS channel_id,
+               CASE WHEN x.problem IS NULL THEN a.placeholder_title_loc_key END AS placeholder_title_loc_key,
+               CASE WHEN x.problem IS NULL THEN a.placeholder_body_loc_key END AS placeholder_body_loc_key
+    """
+
+    /// The kind texts' lengths for the claim's OVERSIZED_ROW check.
+    static let kindTextLengths = """
+    octet_length(n.push_type), octet_length(n.interruption_level), octet_length(n.category), octet_length(n.target_content_id),
+                            octet_length(n.critical_sound_name), octet_length(n.title_loc_key),
+                            octet_length(n.title_loc_args::text), octet_length(n.body_loc_key),
+                            octet_length(n.body_loc_args::text), octet_length(n.channel_id),
+                            octet_length(a.placeholder_title_loc_key), octet_length(a.placeholder_body_loc_key)
     """
 
     /// The send-time step of a notification job (see `push_start_notification` in sql/0002).

@@ -66,8 +66,9 @@ enum MaintenanceQueries {
     DELETE FROM push_events WHERE id IN (SELECT id FROM ev)
     """
 
-    /// Erases title, body, data, sound, thread id and the SMS fallback's phone and text (R-SMS-1) of
-    /// notifications final before `$1` and marks them
+    /// Erases title, body, data, sound, thread id, the kind texts (category, target content id,
+    /// critical sound name, loc keys and args, channel id) and the SMS fallback's phone and text
+    /// (R-SMS-1) of notifications final before `$1` and marks them
     /// `content_erased_at` (issue 4 retention), at most `$2` notifications; with them, the request
     /// bodies test mode stored per delivery (`push_deliveries.payload`, which hold the same content,
     /// at most 1,000 devices per test-mode app, R-DEV-6). The rest of the rows (status, counts,
@@ -76,7 +77,9 @@ enum MaintenanceQueries {
     static let eraseFinalContent = """
     WITH erased AS (
         UPDATE push_notifications
-           SET title = NULL, body = NULL, data = NULL, sound = NULL, thread_id = NULL, sms_phone = NULL, sms_text = NULL,
+           SET title = NULL, body = NULL, data = NULL, sound = NULL, thread_id = NULL, category = NULL,
+               target_content_id = NULL, critical_sound_name = NULL, title_loc_key = NULL, title_loc_args = NULL,
+               body_loc_key = NULL, body_loc_args = NULL, channel_id = NULL, sms_phone = NULL, sms_text = NULL,
                content_erased_at = now()
          WHERE id IN (SELECT id FROM push_notifications
                        WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL

@@ -8,6 +8,7 @@ struct ClaimColumns {
     let kind, deviceIds, notificationId, appId, mode, status, title, body, data, badge, sound, threadId,
         collapseKey, priority, ttlSeconds, acceptedAt, sendAt, expiresAt, encrypted, hasSms, requireEncryption,
         placeholderTitle, placeholderBody, appDeleted, id, leaseToken, attempt, maxAttempts, problem: Int
+    let kinds: KindColumns
 
     init(_ r: PGResult) throws {
         kind = try r.columnIndex(named: "kind")
@@ -39,6 +40,7 @@ struct ClaimColumns {
         attempt = try r.columnIndex(named: "attempt")
         maxAttempts = try r.columnIndex(named: "max_attempts")
         problem = try r.columnIndex(named: "problem")
+        kinds = try KindColumns(r)
     }
 }
 

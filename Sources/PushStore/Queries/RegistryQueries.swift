@@ -1,22 +1,25 @@
 /// SQL of apps, devices and notifications (the API side), in one place. Parameterized; casts are
 /// explicit so function resolution never depends on parameter type inference.
 enum RegistryQueries {
-    /// The app's columns as `AppStore` decodes them (sql/0006 `push_app_create`, `push_app_update`).
+    /// The app's columns as `AppStore` decodes them (sql/0006 `push_app_create`).
     static let appColumns = "id, name, require_encryption, placeholder_title, placeholder_body, deleted, created_at, updated_at"
 
     static let appCreate = """
     SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text)
     """
 
+    /// sql/0011 `push_app_update`: the app's columns and its placeholder loc keys.
+    static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key"
+
     static let appUpdate = """
-    SELECT \(appColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text)
+    SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text)
     """
 
     static let appDelete = "UPDATE push_apps SET deleted_at = now() WHERE id = $1::uuid AND deleted_at IS NULL"
 
     static let appGet = """
-    SELECT id, name, require_encryption, placeholder_title, placeholder_body, deleted_at IS NOT NULL AS deleted,
-           created_at, updated_at
+    SELECT id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key,
+           placeholder_body_loc_key, deleted_at IS NOT NULL AS deleted, created_at, updated_at
       FROM push_apps WHERE id = $1::uuid
     """
 
@@ -46,7 +49,7 @@ enum RegistryQueries {
     /// `push_devices_audience_idx`.
     static let sendPreview = """
     SELECT a.id AS app_id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
-           a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at,
+           a.placeholder_title_loc_key, a.placeholder_body_loc_key, a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at,
            d.id, d.platform, coalesce(d.token, d.endpoint) AS address, d.apns_environment, d.public_key, d.kid
       FROM push_apps a
       LEFT JOIN push_devices d ON d.app_id = a.id AND d.mode = $2::text AND d.active AND d.user_id = ANY ($3::text[])
@@ -66,7 +69,8 @@ enum RegistryQueries {
     SELECT notification_id, created
       FROM push_enqueue($1::uuid, $2::text, $3::text[], $4::uuid[], $5::text, $6::text, $7::text, $8::int, $9::text,
                         $10::text, $11::text, $12::text, $13::timestamptz, $14::int, $15::text, $16::text, $17::text,
-                        coalesce($18::timestamptz, now()))
+                        coalesce($18::timestamptz, now()), $19::text, $20::text, $21::float8, $22::text, $23::text,
+                        $24::text, $25::float8, $26::text, $27::text[], $28::text, $29::text[], $30::text)
     """
 
     static let cancel = "SELECT push_cancel($1::uuid) AS cancelled"
