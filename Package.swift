@@ -14,11 +14,12 @@ func hasSources(_ dir: String) -> Bool {
 /// One test target per module, each depending on the modules it exercises.
 let testTargets: [Target] = [
     .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "PushTestSupport"]),
-    .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto", "PushTestSupport"]),
-    .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "PushCrypto", "PushProviders", "PushTestSupport"]),
+    .testTarget(name: "PushStoreTests", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushProviders", "PushTestSupport"]),
     .testTarget(name: "PushProvidersTests", dependencies: ["PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushAcceptanceTests",
                 dependencies: ["PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushBenchTests", dependencies: ["PushBench", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
                 dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
 ]
@@ -46,10 +47,13 @@ let package = Package(
         .target(name: "PushProviders", dependencies: ["CCurl", "CPushShims", "CNGHTTP2", "COpenSSL", "PushCrypto", "PushCore"]),
         /// The one acceptance path of the CLI and the API (R-API-6): validation, content, the exact size
         /// rule, then the SQL functions (PushAcceptanceTests). No HTTP, no command-line parsing.
-        .target(name: "PushAcceptance", dependencies: ["PushCore", "PushCrypto", "PushStore"]),
+        .target(name: "PushAcceptance", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders"]),
         .target(name: "PushWorker", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "CPushShims", "CMicroHTTPD"]),
+        /// Micro-benchmarks `pushfleet bench` runs for scripts/bench (the sealing floor, provider clients'
+        /// CPU); PushCrypto lends its P-256 scratch through the `Benchmarks` SPI, nothing else.
+        .target(name: "PushBench", dependencies: ["PushCrypto", "PushCore", "PushProviders"]),
         .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker",
-                                                          "PushAcceptance"]),
+                                                          "PushAcceptance", "PushBench"]),
 
         // MARK: - Tests (see `testTargets` below)
         /// Test-only helpers shared by the test targets (test targets cannot share files): `RepoPaths`,
@@ -57,7 +61,7 @@ let package = Package(
         /// `FakeProcess` and the fake launchers, `FakeMaterial`, `MigratedTestDatabase`. A regular
         /// target so test targets can depend on it; it must never be a dependency of a product module
         /// or of the `pushfleet` executable.
-        .target(name: "PushTestSupport", dependencies: ["PushStore", "PushCore", "PushCrypto", "PushProviders"],
+        .target(name: "PushTestSupport", dependencies: ["CLibpq", "PushStore", "PushCore", "PushCrypto", "PushProviders"],
                 path: "Tests/PushTestSupport"),
     ] + testTargets.filter { hasSources("Tests/\($0.name)") },
     swiftLanguageModes: [.v5]

@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 import PushCrypto
+import PushProviders
 import PushStore
 
 /// The one acceptance path (R-API-6) the CLI and the API both call: request validation (R-DEV-1,
@@ -24,6 +25,8 @@ public final class AcceptanceService {
     /// Replaces the R-DEV-6 cap of active devices per app and mode (nil: 1,000,000 live, 1,000
     /// test); tests use small numbers.
     public var appDeviceLimit: Int64?
+    /// The providers served: which platforms register and how, each one's payload writer.
+    public var providers: ProviderTable = .standard
 
     /// A service on `connection`.
     public init(connection: PGConnection, appDeviceLimit: Int64? = nil) {
@@ -76,11 +79,12 @@ public final class AcceptanceService {
                                                                     body: preview.app.placeholderBody,
                                                                     titleLocKey: preview.app.placeholderTitleLocKey,
                                                                     bodyLocKey: preview.app.placeholderBodyLocKey),
-                                      requireEncryption: preview.app.requireEncryption, mode: request.mode)
+                                      requireEncryption: preview.app.requireEncryption, mode: request.mode,
+                                      platforms: providers.planning)
         let floor = planner.contentFloorCheck
         if !floor.fits { throw AcceptanceError.tooLarge(floor) }
         let devices = preview.audience.map {
-            DeviceSnapshot(platform: $0.platform, token: $0.address,
+            DeviceSnapshot(platform: Platform(rawValue: $0.platform), token: $0.address,
                            apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
                            publicKey: $0.publicKey, kid: $0.kid)
         }
@@ -135,7 +139,8 @@ public final class AcceptanceService {
                 mode: request.mode.rawValue, platform: request.platform, token: request.token, userID: request.userID,
                 apnsEnvironment: request.apnsEnvironment, encryptionPublicKey: key,
                 subscriptionEndpoint: request.subscription?.endpoint, subscriptionP256dh: request.subscription?.p256dh,
-                subscriptionAuth: request.subscription?.auth, allowLoopbackEndpoints: request.allowLoopbackEndpoints)
+                subscriptionAuth: request.subscription?.auth, platforms: providers.addressing,
+                allowLoopbackEndpoints: request.allowLoopbackEndpoints)
         } catch let e as PushError {
             throw AcceptanceError(e)
         }

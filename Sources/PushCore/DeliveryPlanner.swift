@@ -1,18 +1,20 @@
 /// The pure send-time policy (R-SEND-3..7, R-SEND-11, R-APP-4, R-MODE-2): per device,
-/// `.refuse(error, refund:)` or `.send(PlannedDelivery)`.
+/// `.refuse(error)` or `.send(PlannedDelivery)`.
 ///
 /// Build one planner per notification (it prepares the device-independent bytes once), then call
 /// `plan(_:)` per device. Checks, in order:
-/// 1. platform known, else `UNKNOWN_PLATFORM`; an iOS or Android device that R-DEV-1 would refuse
-///    (token outside its alphabet or length, iOS without `apns_environment`: a row written past the
-///    registry) → `INVALID_STORED_DEVICE`, never handed to a provider;
-/// 2. key policy: `web` always encrypted (R-SEND-11); a key → encrypted (R-SEND-3); no key and
+/// 1. platform served by the provider table, else `UNKNOWN_PLATFORM`; a token-addressed device that
+///    R-DEV-1 would refuse (token outside its alphabet or length, iOS without `apns_environment`: a
+///    row written past the registry) → `INVALID_STORED_DEVICE`, never handed to a provider;
+/// 2. key policy: a writer that encrypts by itself (Web Push) always encrypted (R-SEND-11); a key →
+///    encrypted (R-SEND-3); no key and
 ///    `encrypted` (the notification's require_encryption read at send time) → `ENCRYPTION_KEY_MISSING`
 ///    (R-SEND-5); else plaintext (R-SEND-4). A key that is not 65 bytes starting 0x04 or a kid
 ///    that is not 16 characters → `INVALID_DEVICE_KEY` (the curve itself is checked by the store);
 /// 3. live mode only: the platform's credential set invalid → `CREDENTIALS_INVALID` (R-APP-4);
-/// 4. the 4096-byte rule → `PUSH_PAYLOAD_TOO_LARGE` stating the bytes to cut (R-SEND-7).
-/// Every refusal nets zero charges, so `refund` is always true.
+/// 4. the 4096-byte rule, measured by the platform's writer → `PUSH_PAYLOAD_TOO_LARGE` stating the
+///    bytes to cut (R-SEND-7).
+/// What a refusal nets is `LedgerRule`'s decision (every code the planner refuses with nets zero).
 public struct DeliveryPlanner: Sendable {
     /// Length of a kid (R-DEV-3).
     public static let kidLength = 16
@@ -28,23 +30,23 @@ public struct DeliveryPlanner: Sendable {
     /// Platforms whose credential set is `invalid` (live mode only; ignored in test mode, R-MODE-2).
     public let invalidCredentials: Set<Platform>
 
+    private let platforms: [Platform: PlatformRules]
+    private let prepared: [Platform: any PreparedPayloads]
     private let sealed: [UInt8]
-    private let apnsPrefix: [UInt8]
-    private let apnsPlaintext: [UInt8]
-    private let fcmPlaintext: FCMMessage
 
-    /// Prepares the device-independent bytes for `content`.
+    /// Prepares the device-independent bytes for `content`, with each platform's rules (the
+    /// provider table's `planning`); a platform without rules is refused `UNKNOWN_PLATFORM`.
     public init(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
-                mode: Mode, invalidCredentials: Set<Platform> = []) {
+                mode: Mode, invalidCredentials: Set<Platform> = [], platforms: [Platform: PlatformRules]) {
         self.content = content
         self.placeholders = placeholders
         self.requireEncryption = requireEncryption
         self.mode = mode
         self.invalidCredentials = invalidCredentials
-        sealed = SealedPlaintext.bytes(for: content)
-        apnsPrefix = APNsPayload.encryptedPrefix(content: content, placeholders: placeholders)
-        apnsPlaintext = APNsPayload.plaintext(content: content)
-        fcmPlaintext = FCMMessage.plaintext(token: "", content: content)
+        self.platforms = platforms
+        let notification = PreparedNotification(content: content, placeholders: placeholders)
+        sealed = notification.sealedPlaintext
+        prepared = platforms.mapValues { $0.writer.prepare(notification) }
     }
 
     /// The sealed plaintext (R-ENC-3) shared by every encrypted delivery of this notification.
@@ -52,79 +54,58 @@ public struct DeliveryPlanner: Sendable {
 
     /// Plans one device.
     public func plan(_ device: DeviceSnapshot) -> PlanDecision {
-        guard let platform = Platform(rawValue: device.platform) else {
-            return refuse(PushError(.unknownPlatform, "device platform is not ios, android or web"))
+        guard let rules = platforms[device.platform], let payloads = prepared[device.platform] else {
+            return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) is not one this release serves"))
         }
-        if let problem = Self.storedDeviceProblem(device, platform: platform) { return refuse(problem) }
+        if let problem = Self.storedDeviceProblem(device, addressing: rules.addressing) { return .refuse(problem) }
+        let writer = rules.writer
         let key: String?
-        switch keyState(device, platform: platform) {
-        case .failure(let error): return refuse(error)
+        switch keyState(device, writer: writer) {
+        case .failure(let error): return .refuse(error)
         case .success(let kid): key = kid
         }
-        if mode == .live && invalidCredentials.contains(platform) {
-            return refuse(PushError(.credentialsInvalid, "the app's \(platform.rawValue) credentials are invalid"))
+        if mode == .live && invalidCredentials.contains(device.platform) {
+            return .refuse(PushError(.credentialsInvalid, "the app's \(device.platform.rawValue) credentials are invalid"))
         }
-        let check = sizeCheck(platform: platform, kid: key)
-        if let error = check.error { return refuse(error) }
-
-        let body: PlannedDelivery.Body
-        switch (platform, key) {
-        case (.web, _):
-            body = .webPush(plaintext: sealed)
-        case (.ios, let kid?):
-            body = .sealed(plaintext: sealed, template: PayloadTemplate(
-                shape: .apns(prefix: apnsPrefix), kid: kid, plaintextLength: sealed.count, finalSize: check.size))
-        case (.android, let kid?):
-            let base = FCMMessage(token: device.token, data: [], priority: content.priority,
-                                  collapseKey: content.collapseKey)
-            body = .sealed(plaintext: sealed, template: PayloadTemplate(
-                shape: .fcm(base), kid: kid, plaintextLength: sealed.count, finalSize: check.size))
-        case (.ios, nil):
-            body = .plaintext(.apns(body: apnsPlaintext))
-        case (.android, nil):
-            var message = fcmPlaintext
-            message.token = device.token
-            body = .plaintext(.fcm(message))
-        }
-        return .send(PlannedDelivery(platform: platform, token: device.token, apnsEnvironment: device.apnsEnvironment,
+        let (check, body) = payloads.payload(token: device.token, kid: key)
+        if let error = check.error { return .refuse(error) }
+        return .send(PlannedDelivery(platform: device.platform, token: device.token, apnsEnvironment: device.apnsEnvironment,
                                      priority: content.priority, pushType: content.pushType, collapseKey: content.collapseKey,
-                                     encrypted: key != nil || platform == .web, finalSize: check.size, body: body))
+                                     encrypted: key != nil || writer.encryptsItself, finalSize: check.size, body: body))
     }
 
     /// The 4096-byte rule for one device without planning the rest (the acceptance check takes the
     /// largest among the targeted devices). Nil when the device is refused for another reason.
     public func sizeCheck(for device: DeviceSnapshot) -> SizeCheck? {
-        guard let platform = Platform(rawValue: device.platform), Self.storedDeviceProblem(device, platform: platform) == nil,
-              case .success(let kid) = keyState(device, platform: platform) else { return nil }
-        return sizeCheck(platform: platform, kid: kid)
+        guard let rules = platforms[device.platform], let payloads = prepared[device.platform],
+              Self.storedDeviceProblem(device, addressing: rules.addressing) == nil,
+              case .success(let kid) = keyState(device, writer: rules.writer) else { return nil }
+        return payloads.payload(token: device.token, kid: kid).check
     }
 
-    /// The smallest measure any payload kind gives this content: FCM plaintext's `data` keys and
-    /// values plus `notification` title and body and the loc keys and args (R-SEND-7, R-KIND-3). Every
-    /// other kind (APNs bodies, sealed plaintext, Web Push) measures more for the same content, so when
-    /// this does not fit no device of any kind can take the notification: what the acceptance refuses
-    /// whatever the audience, and what `push_enqueue` refuses by itself (its lower bound of this
-    /// measure, sql/0006 with the loc texts of sql/0011).
+    /// The smallest measure any payload kind of the table gives this content (R-SEND-7, R-KIND-3):
+    /// with the standard providers FCM plaintext's `data` keys and values plus `notification` title
+    /// and body and the loc keys and args; every other kind (APNs bodies, sealed plaintext, Web Push)
+    /// measures more for the same content, so when this does not fit no device of any kind can take
+    /// the notification: what the acceptance refuses whatever the audience, and what `push_enqueue`
+    /// refuses by itself (its lower bound of this measure, sql/0006 with the loc texts of sql/0011).
     public var contentFloorCheck: SizeCheck {
-        PayloadSizeRule.check(.plaintext, contentLength: fcmPlaintext.ruleSize)
+        prepared.values.map { $0.payload(token: "", kid: nil).check }.min { $0.size < $1.size }
+            ?? PayloadSizeRule.check(.plaintext, contentLength: sealed.count)
     }
 
-    /// Why a stored iOS or Android device cannot be sent to as it is (R-DEV-1, checked again at send
-    /// time for rows written past the registry), or nil. Web devices are checked by the Web Push
-    /// path (`INVALID_SUBSCRIPTION`).
-    static func storedDeviceProblem(_ device: DeviceSnapshot, platform: Platform) -> PushError? {
-        switch platform {
-        case .web:
-            return nil
-        case .ios, .android:
-            if !DeviceRegistration.isValidToken(device.token) {
-                return PushError(.invalidStoredDevice, "the stored token is not 1 to \(DeviceRegistration.maxTokenLength) characters of A-Z a-z 0-9 _ : . -")
-            }
-            if platform == .ios && device.apnsEnvironment == nil {
-                return PushError(.invalidStoredDevice, "the stored iOS device has no apns_environment")
-            }
-            return nil
+    /// Why a stored token-addressed device cannot be sent to as it is (R-DEV-1, checked again at
+    /// send time for rows written past the registry), or nil. Subscriptions are checked by the Web
+    /// Push path (`INVALID_SUBSCRIPTION`).
+    static func storedDeviceProblem(_ device: DeviceSnapshot, addressing: DeviceAddressing) -> PushError? {
+        guard case .token(let needsEnvironment) = addressing else { return nil }
+        if !DeviceRegistration.isValidToken(device.token) {
+            return PushError(.invalidStoredDevice, "the stored token is not 1 to \(DeviceRegistration.maxTokenLength) characters of A-Z a-z 0-9 _ : . -")
         }
+        if needsEnvironment && device.apnsEnvironment == nil {
+            return PushError(.invalidStoredDevice, "the stored iOS device has no apns_environment")
+        }
+        return nil
     }
 
     /// The acceptance check of R-SEND-7: among `devices`, the payload over 4096 bytes that needs
@@ -134,20 +115,20 @@ public struct DeliveryPlanner: Sendable {
         devices.lazy.compactMap { self.sizeCheck(for: $0) }.filter { !$0.fits }.max { $0.bytesToCut < $1.bytesToCut }
     }
 
-    /// One-shot form of `init` + `plan(_:)`.
-    public static func plan(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
-                            mode: Mode, invalidCredentials: Set<Platform> = [], device: DeviceSnapshot) -> PlanDecision {
-        DeliveryPlanner(content: content, placeholders: placeholders, requireEncryption: requireEncryption,
-                        mode: mode, invalidCredentials: invalidCredentials).plan(device)
+    /// R-SEND-3..5, R-SEND-11: whether the policy delivers to a device with (`hasKey`) or without a
+    /// key, for a platform whose writer does or does not encrypt by itself. The planner's key
+    /// policy, without the key's well-formedness.
+    public static func policyDelivers(hasKey: Bool, encryptsItself: Bool, requireEncryption: Bool) -> Bool {
+        hasKey || encryptsItself || !requireEncryption
     }
 
     // MARK: - Private
 
-    /// The kid to seal to (nil = plaintext, and always nil for web), or a refusal.
-    private func keyState(_ device: DeviceSnapshot, platform: Platform) -> Result<String?, PushError> {
-        if platform == .web { return .success(nil) }
+    /// The kid to seal to (nil = plaintext, and always nil for a writer that encrypts by itself), or a refusal.
+    private func keyState(_ device: DeviceSnapshot, writer: any PayloadWriter) -> Result<String?, PushError> {
+        if writer.encryptsItself { return .success(nil) }
         guard let key = device.publicKey else {
-            if requireEncryption {
+            if !Self.policyDelivers(hasKey: false, encryptsItself: false, requireEncryption: requireEncryption) {
                 return .failure(PushError(.encryptionKeyMissing, "the app requires encryption and the device has no key"))
             }
             return .success(nil)
@@ -157,25 +138,5 @@ public struct DeliveryPlanner: Sendable {
             return .failure(PushError(.invalidDeviceKey, "the stored device key or kid is malformed"))
         }
         return .success(kid)
-    }
-
-    private func sizeCheck(platform: Platform, kid: String?) -> SizeCheck {
-        switch (platform, kid) {
-        case (.web, _):
-            return PayloadSizeRule.check(.webPush, contentLength: sealed.count)
-        case (.ios, let kid?):
-            let fixed = apnsPrefix.count + APNsPayload.encryptedSuffix.count
-            return PayloadSizeRule.check(.apnsEncrypted(fixed: fixed, kid: kid), contentLength: sealed.count)
-        case (.android, let kid?):
-            return PayloadSizeRule.check(.fcmEncrypted(kid: kid), contentLength: sealed.count)
-        case (.ios, nil):
-            return PayloadSizeRule.check(.plaintext, contentLength: apnsPlaintext.count)
-        case (.android, nil):
-            return PayloadSizeRule.check(.plaintext, contentLength: fcmPlaintext.ruleSize)
-        }
-    }
-
-    private func refuse(_ error: PushError) -> PlanDecision {
-        .refuse(error, refund: !LedgerRule.netsCharge(.failed(error.code)))
     }
 }

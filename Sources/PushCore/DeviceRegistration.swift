@@ -53,19 +53,21 @@ public struct DeviceRegistration: Sendable {
     public static let maxUserIDLength = 255
 
     /// Validates raw API fields. `encryptionPublicKey`: `.none` = field absent, `.some(nil)` =
-    /// explicit null, `.some(text)` = base64url of the 65-byte point. `allowLoopbackEndpoints` is
-    /// for tests only. Throws `PushError` with code `VALIDATION_ERROR` naming the field.
+    /// explicit null, `.some(text)` = base64url of the 65-byte point. `platforms`: how each platform
+    /// the provider table serves is addressed (`ProviderTable.addressing`). `allowLoopbackEndpoints`
+    /// is for tests only. Throws `PushError` with code `VALIDATION_ERROR` naming the field.
     public static func validate(mode: String, platform: String, token: String?, userID: String,
                                 apnsEnvironment: String?, encryptionPublicKey: String??,
                                 subscriptionEndpoint: String? = nil, subscriptionP256dh: String? = nil,
-                                subscriptionAuth: String? = nil,
+                                subscriptionAuth: String? = nil, platforms: [Platform: DeviceAddressing],
                                 allowLoopbackEndpoints: Bool = false) throws -> DeviceRegistration {
         func invalid(_ field: String, _ why: String) -> PushError {
             PushError(.validationError, "\(field): \(why)", field: field)
         }
         guard let mode = Mode(rawValue: mode) else { throw invalid("mode", "must be test or live") }
-        guard let platform = Platform(rawValue: platform) else {
-            throw invalid("platform", "must be ios, android or web")
+        let platform = Platform(rawValue: platform)
+        guard let addressing = platforms[platform] else {
+            throw invalid("platform", "must be \(platforms.keys.map(\.rawValue).sorted().joined(separator: ", "))")
         }
         // Characters are counted as the database counts them (Unicode scalars, `char_length`), so
         // a name of combining sequences cannot pass here and fail the table's CHECK; NUL cannot be
@@ -75,7 +77,7 @@ public struct DeviceRegistration: Sendable {
             throw invalid("user_id", "must be 1 to \(maxUserIDLength) characters, without NUL")
         }
         var environment: APNsEnvironment? = nil
-        if platform == .ios {
+        if addressing == .token(apnsEnvironment: true) {
             guard let text = apnsEnvironment, let env = APNsEnvironment(rawValue: text) else {
                 throw invalid("apns_environment", "must be sandbox or production for an iOS device")
             }
@@ -85,7 +87,7 @@ public struct DeviceRegistration: Sendable {
         }
 
         var subscription: Subscription? = nil
-        if platform == .web {
+        if addressing == .subscription {
             if token != nil { throw invalid("token", "web devices register a subscription, not a token") }
             if case .some(.some) = encryptionPublicKey {
                 throw invalid("encryption_public_key", "web devices take no encryption key (RFC 8291 protects them)")
@@ -127,7 +129,7 @@ public struct DeviceRegistration: Sendable {
                 throw invalid("encryption_public_key", "\(e.message) (a 65-byte uncompressed P-256 point, base64url)")
             }
         }
-        return DeviceRegistration(mode: mode, platform: platform, token: platform == .web ? nil : token,
+        return DeviceRegistration(mode: mode, platform: platform, token: addressing == .subscription ? nil : token,
                                   subscription: subscription, userID: userID, apnsEnvironment: environment, key: key)
     }
 

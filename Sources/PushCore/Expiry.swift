@@ -2,7 +2,8 @@ import struct Foundation.Date
 import typealias Foundation.TimeInterval
 
 /// A notification's expiry (R-SEND-10): it expires at max(accepted, send_at) + ttl, with ttl
-/// defaulting to and capped at 2,419,200 s (FCM's maximum, 28 days). A ttl of 0 means "now or
+/// defaulting to and capped at 2,419,200 s (FCM's maximum, 28 days), as `push_enqueue` computes
+/// and stores it (`push_expires_at`); this type reads the stored instant. A ttl of 0 means "now or
 /// never": one attempt at send time with `apns-expiration: 0` / FCM `ttl: "0s"` / `TTL: 0`, no retry.
 public struct Expiry: Sendable, Hashable {
     /// Default and largest ttl, seconds.
@@ -21,18 +22,13 @@ public struct Expiry: Sendable, Hashable {
         public let secondsLeft: Int
     }
 
-    /// Computes the expiry from acceptance, the optional `send_at` and the optional ttl.
-    public init(accepted: Date, sendAt: Date?, ttlSeconds: Int?) {
-        let ttl = min(max(ttlSeconds ?? Self.maxTTLSeconds, 0), Self.maxTTLSeconds)
-        self.ttlSeconds = ttl
-        self.expiresAt = Self.expiresAt(accepted: accepted, sendAt: sendAt, ttl: ttl)
-    }
-
-    /// max(accepted, sendAt) + ttl (ttl defaulted and clamped as in `init`).
-    public static func expiresAt(accepted: Date, sendAt: Date?, ttl: Int?) -> Date {
-        let clamped = min(max(ttl ?? maxTTLSeconds, 0), maxTTLSeconds)
-        let start = max(accepted, sendAt ?? accepted)
-        return start.addingTimeInterval(TimeInterval(clamped))
+    /// The expiry as `push_enqueue` stored it (`push_notifications.expires_at`, computed there from
+    /// the database's acceptance instant, the optional `send_at` and the ttl) with the stored ttl
+    /// (clamped to 0...maxTTLSeconds). The worker reads the stored expiry rather than computing it
+    /// again: one owner of the formula, the SQL function that stores the notification.
+    public init(expiresAt: Date, ttlSeconds: Int) {
+        self.ttlSeconds = min(max(ttlSeconds, 0), Self.maxTTLSeconds)
+        self.expiresAt = expiresAt
     }
 
     /// True for ttl 0 ("now or never").

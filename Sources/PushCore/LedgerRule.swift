@@ -6,16 +6,31 @@ public enum DeliveryEnding: Sendable, Hashable {
     case appMismatch(AppMismatchBlame)
     /// Any other final failure, by code. `.failed(.appMismatch)` is read as blamed on the credentials.
     case failed(ErrorCode)
+    /// A failure code this release does not know (a newer release wrote it, R-SEND-9's codes are
+    /// only ever added), with what that release's ledger rows net for it.
+    case unknown(code: String, netsCharge: Bool)
 
     /// The delivery row's final status.
     public var status: DeliveryStatus { self == .sent ? .sent : .failed }
 
-    /// The delivery row's `error_code` (nil when sent).
+    /// The delivery row's `error_code` (nil when sent, or not one this release knows).
     public var errorCode: ErrorCode? {
         switch self {
-        case .sent: return nil
+        case .sent, .unknown: return nil
         case .appMismatch: return .appMismatch
         case .failed(let code): return code
+        }
+    }
+
+    /// A recorded ending read back from the store: the row's `error_code` (nil when sent) and
+    /// whether its ledger rows net one charge. The net is read only where the code alone does not
+    /// say it: who an `APP_MISMATCH` was blamed on (R-PRV-2), and a code this release does not know.
+    public init(recordedCode code: String?, netsCharge: Bool) {
+        guard let code else { self = .sent; return }
+        switch ErrorCode(rawValue: code) {
+        case .appMismatch?: self = .appMismatch(netsCharge ? .device : .credentials)
+        case let known?: self = .failed(known)
+        case nil: self = .unknown(code: code, netsCharge: netsCharge)
         }
     }
 }
@@ -51,6 +66,7 @@ public enum LedgerRule {
         case .sent: return true
         case .appMismatch(let blame): return blame == .device
         case .failed(let code): return code == .unregistered || code == .invalidToken
+        case .unknown(_, let nets): return nets
         }
     }
 

@@ -1,7 +1,7 @@
 /// One device as the planner sees it at send time (R-SEND-2: its key is read when sealed).
 public struct DeviceSnapshot: Sendable, Hashable {
-    /// Stored platform spelling (`ios`, `android`, `web`); anything else is refused `UNKNOWN_PLATFORM`.
-    public var platform: String
+    /// Stored platform; one the provider table does not serve is refused `UNKNOWN_PLATFORM`.
+    public var platform: Platform
     /// Provider token (APNs hex token, FCM registration token; the endpoint for `web`, unused here).
     public var token: String
     /// APNs environment (iOS only).
@@ -12,7 +12,7 @@ public struct DeviceSnapshot: Sendable, Hashable {
     public var kid: String?
 
     /// Makes a snapshot.
-    public init(platform: String, token: String, apnsEnvironment: APNsEnvironment? = nil,
+    public init(platform: Platform, token: String, apnsEnvironment: APNsEnvironment? = nil,
                 publicKey: [UInt8]? = nil, kid: String? = nil) {
         self.platform = platform
         self.token = token
@@ -24,9 +24,9 @@ public struct DeviceSnapshot: Sendable, Hashable {
 
 /// The planner's verdict for one device.
 public enum PlanDecision: Sendable, Hashable {
-    /// Do not send. `refund` is true when the ending nets zero charges (every planner refusal:
-    /// `LedgerRule` then refunds an acceptance charge, if there was one).
-    case refuse(PushError, refund: Bool)
+    /// Do not send: the delivery ends `failed` with the error's code (what the ledger then writes
+    /// is `LedgerRule`'s to say).
+    case refuse(PushError)
     /// Send as planned.
     case send(PlannedDelivery)
 }

@@ -1,18 +1,6 @@
 import struct Foundation.Date
 import typealias Foundation.TimeInterval
 
-/// Which provider gave an answer.
-public enum ProviderKind: String, Sendable, Hashable, CaseIterable {
-    /// Apple Push Notification service (Apple's "Handling notification responses from APNs").
-    case apns
-    /// Firebase Cloud Messaging HTTP v1 (Firebase's "ErrorCode" reference of the v1 API).
-    case fcm
-    /// A Web Push service (RFC 8030).
-    case webpush
-    /// The test-mode simulator (R-MODE-2); reasons are `SimulatorReason` values.
-    case simulator
-}
-
 /// The reasons the test-mode simulator puts in `ProviderAnswer.reason` (R-MODE-2), with the HTTP
 /// status it pairs them with. A timeout is `transport: .timeout`, without a reason.
 public enum SimulatorReason: String, Sendable, Hashable, CaseIterable {
@@ -62,50 +50,43 @@ public enum AnswerOutcome: Sendable, Hashable {
     }
 }
 
+/// What one provider's answers mean: the rows of its answer table. Each provider of the table
+/// (`ProviderDescriptor.answers`) has one; `ProviderAnswerTable.classify` applies the rules every
+/// provider shares around them.
+public protocol AnswerRules: Sendable {
+    /// The provider's name in `PROVIDER_ERROR` messages.
+    var name: String { get }
+    /// The row for a non-2xx response, or nil when the reason is not one the provider documents
+    /// (the shared status fallback then applies: 413, 429, 5xx).
+    func row(status: Int, reason: String, answer: ProviderAnswer) -> ProviderAnswerTable.Row?
+    /// The outcome of an answer that is not a response, when the provider's own rule decides it;
+    /// nil for the shared rule (transient).
+    func outcomeWithoutResponse(_ answer: ProviderAnswer) -> AnswerOutcome?
+    /// When the provider judged a token gone, when it says (APNs' 410 `timestamp`); nil = the request time.
+    func verdictTime(_ answer: ProviderAnswer) -> Date?
+    /// True when an `APP_MISMATCH` is always the device's, whatever the credentials (the simulator).
+    var blamesDeviceForAppMismatch: Bool { get }
+}
+
+extension AnswerRules {
+    public func outcomeWithoutResponse(_ answer: ProviderAnswer) -> AnswerOutcome? { nil }
+    public func verdictTime(_ answer: ProviderAnswer) -> Date? { nil }
+    public var blamesDeviceForAppMismatch: Bool { false }
+}
+
 /// Classifies a raw `ProviderAnswer` (table-driven; every row is tested).
 ///
-/// Transport `timeout`, `connectionError`, `notSent` are transient for every provider, except a Web
-/// Push `notSent` with reason `ENDPOINT_FORBIDDEN` (fails `INVALID_SUBSCRIPTION`) and an FCM `notSent`
-/// whose OAuth refusal names the set's key or account (`credentialsInvalid`). For a
-/// response: 2xx → `sent`; then the reason is looked up in the provider's table below; an unknown
-/// reason falls back on the status (429 → deferral, 5xx → transient, 413 → payloadTooLarge), and
-/// anything else → `failed(PROVIDER_ERROR)` keeping the raw reason.
+/// Transport `timeout`, `connectionError`, `notSent` are transient for every provider unless the
+/// provider's rules say otherwise (a Web Push `notSent` with reason `ENDPOINT_FORBIDDEN` fails
+/// `INVALID_SUBSCRIPTION`; an FCM `notSent` whose OAuth refusal names the set's key or account is
+/// `credentialsInvalid`). For a response: 2xx → `sent`; then the provider's row for the reason; an
+/// unknown reason falls back on the status (429 → deferral, 5xx → transient, 413 → payloadTooLarge),
+/// and anything else → `failed(PROVIDER_ERROR)` keeping the raw reason.
 public enum ProviderAnswerTable {
     /// A row's meaning before inputs (blame, timestamp) are applied.
-    enum Row: Sendable, Hashable {
+    public enum Row: Sendable, Hashable {
         case unregistered, invalidToken, appMismatch, credentials, tooLarge, transient, deferral, requestError
     }
-
-    /// APNs reasons (Apple's "Handling notification responses from APNs").
-    static let apns: [String: Row] = [
-        "Unregistered": .unregistered, "ExpiredToken": .unregistered,
-        "BadDeviceToken": .invalidToken,
-        "DeviceTokenNotForTopic": .appMismatch,
-        "TopicDisallowed": .credentials, "InvalidProviderToken": .credentials,
-        "BadEnvironmentKeyIdInToken": .credentials, "BadEnvironmentKeyInToken": .credentials,
-        "BadCertificate": .credentials, "BadCertificateEnvironment": .credentials,
-        "MissingProviderToken": .credentials, "BadTopic": .credentials, "MissingTopic": .credentials,
-        "Forbidden": .credentials,
-        "PayloadTooLarge": .tooLarge,
-        "ExpiredProviderToken": .transient, "IdleTimeout": .transient, "UnrelatedKeyIdInToken": .transient,
-        "InternalServerError": .transient, "ServiceUnavailable": .transient, "Shutdown": .transient,
-        "TooManyProviderTokenUpdates": .deferral, "TooManyRequests": .deferral,
-        "BadCollapseId": .requestError, "BadExpirationDate": .requestError, "BadMessageId": .requestError,
-        "BadPriority": .requestError, "DuplicateHeaders": .requestError, "InvalidPushType": .requestError,
-        "MissingDeviceToken": .requestError, "PayloadEmpty": .requestError, "BadPath": .requestError,
-        "MethodNotAllowed": .requestError,
-    ]
-
-    /// FCM `details[].errorCode` or `error.status` values (Firebase's "ErrorCode"). `INVALID_ARGUMENT`
-    /// is special-cased.
-    static let fcm: [String: Row] = [
-        "UNREGISTERED": .unregistered,
-        "SENDER_ID_MISMATCH": .appMismatch,
-        "THIRD_PARTY_AUTH_ERROR": .credentials, "PERMISSION_DENIED": .credentials,
-        "QUOTA_EXCEEDED": .deferral, "RESOURCE_EXHAUSTED": .deferral,
-        "UNAVAILABLE": .transient, "INTERNAL": .transient, "UNAUTHENTICATED": .transient,
-        "DEADLINE_EXCEEDED": .transient,
-    ]
 
     /// The `reason` of a `.notSent` Web Push answer whose endpoint the client refused to call
     /// (R-DEV-1, issue 7): not a valid endpoint, or resolving to a loopback, private, link-local or
@@ -134,38 +115,23 @@ public enum ProviderAnswerTable {
         }
     }
 
-    /// Web Push reasons by status (RFC 8030 §8; Apple's `BadJwtToken`).
-    static let webpush: [String: Row] = ["BadJwtToken": .credentials]
-
-    /// Classifies `answer` from `provider`.
+    /// Classifies `answer` by `rules`.
     /// - Parameter credentialsVerified: true when the credential set has had a live notification
-    ///   accepted (R-APP-3); decides the `APP_MISMATCH` blame (R-PRV-2). Ignored for the simulator.
-    public static func classify(_ answer: ProviderAnswer, provider: ProviderKind,
-                                credentialsVerified: Bool) -> AnswerOutcome {
-        if provider == .webpush, answer.transport == .notSent, answer.reason == webPushEndpointForbidden {
-            // Refused by our own send-time guard, not by the network: retrying cannot help.
-            return .failed(PushError(.invalidSubscription,
-                                     "web push endpoint refused before sending: \(answer.rawDetail ?? "not a public address")"))
+    ///   accepted (R-APP-3); decides the `APP_MISMATCH` blame (R-PRV-2).
+    public static func classify(_ answer: ProviderAnswer, rules: any AnswerRules, credentialsVerified: Bool) -> AnswerOutcome {
+        guard answer.transport == .response, let status = answer.httpStatus else {
+            return rules.outcomeWithoutResponse(answer) ?? .transient
         }
-        if provider == .fcm, answer.transport == .notSent, let reason = answer.reason, reason.hasPrefix(fcmOAuthReasonPrefix),
-           fcmOAuthRefusesCredentials(error: String(reason.dropFirst(fcmOAuthReasonPrefix.count)),
-                                      description: answer.rawDetail ?? "") {
-            // The access token was refused for this set's own key: no push can go out with it.
-            return .credentialsInvalid(reason: reason)
-        }
-        guard answer.transport == .response, let status = answer.httpStatus else { return .transient }
         if (200...299).contains(status) { return .sent(messageId: answer.messageId) }
         let reason = answer.reason ?? ""
-        let row = lookup(provider: provider, status: status, reason: reason, answer: answer)
+        let row = rules.row(status: status, reason: reason, answer: answer) ?? statusFallback(status)
         switch row {
         case .unregistered:
-            let at = provider == .apns ? answer.timestampMillis.map { Date(timeIntervalSince1970: Double($0) / 1000) } : nil
-            return .deactivateDevice(reason: .unregistered, verdictAt: at)
+            return .deactivateDevice(reason: .unregistered, verdictAt: rules.verdictTime(answer))
         case .invalidToken:
             return .deactivateDevice(reason: .invalidToken, verdictAt: nil)
         case .appMismatch:
-            let blame: AppMismatchBlame = (provider == .simulator || credentialsVerified) ? .device : .credentials
-            return .appMismatch(blame: blame)
+            return .appMismatch(blame: rules.blamesDeviceForAppMismatch || credentialsVerified ? .device : .credentials)
         case .credentials:
             return .credentialsInvalid(reason: reason.isEmpty ? "HTTP \(status)" : reason)
         case .tooLarge:
@@ -176,27 +142,12 @@ public enum ProviderAnswerTable {
             return .deferral(retryAfter: answer.retryAfterSeconds)
         case .requestError, nil:
             let raw = reason.isEmpty ? (answer.rawDetail ?? "") : reason
-            return .failed(PushError(.providerError, "\(provider.rawValue) answered HTTP \(status) \(raw)"))
+            return .failed(PushError(.providerError, "\(rules.name) answered HTTP \(status) \(raw)"))
         }
     }
 
-    /// The row for a non-2xx response, or nil for "unknown".
-    static func lookup(provider: ProviderKind, status: Int, reason: String, answer: ProviderAnswer) -> Row? {
-        let known: Row?
-        switch provider {
-        case .apns, .simulator:
-            known = apns[reason]
-        case .fcm:
-            if reason == "INVALID_ARGUMENT" {
-                if answer.namesToken { return .invalidToken }
-                if (answer.rawDetail ?? "").lowercased().contains("too big") { return .tooLarge }
-                return .requestError
-            }
-            known = fcm[reason]
-        case .webpush:
-            known = webpush[reason] ?? webPushByStatus(status)
-        }
-        if let known = known { return known }
+    /// The shared meaning of a status no row names.
+    static func statusFallback(_ status: Int) -> Row? {
         switch status {
         case 413: return .tooLarge
         case 429: return .deferral
@@ -204,19 +155,111 @@ public enum ProviderAnswerTable {
         default: return nil
         }
     }
+}
 
-    /// Web Push statuses (RFC 8030 §5, §7.2, §7.3, §8.4; RFC 8292 §4): 404/410 gone; 401 and 403 are VAPID
-    /// refusals (missing, expired, or a key the subscription was not made with): the app's VAPID
-    /// credentials are marked invalid and devices are never touched (issue 7: a rotated or
-    /// misconfigured VAPID key must not deactivate every browser); 400 is a request error.
-    static func webPushByStatus(_ status: Int) -> Row? {
+/// APNs reasons (Apple's "Handling notification responses from APNs"); a 410's `timestamp` is the
+/// verdict's time (R-DEV-8).
+public struct APNsAnswerRules: AnswerRules {
+    public init() {}
+    public var name: String { "apns" }
+
+    static let reasons: [String: ProviderAnswerTable.Row] = [
+        "Unregistered": .unregistered, "ExpiredToken": .unregistered,
+        "BadDeviceToken": .invalidToken,
+        "DeviceTokenNotForTopic": .appMismatch,
+        "TopicDisallowed": .credentials, "InvalidProviderToken": .credentials,
+        "BadEnvironmentKeyIdInToken": .credentials, "BadEnvironmentKeyInToken": .credentials,
+        "BadCertificate": .credentials, "BadCertificateEnvironment": .credentials,
+        "MissingProviderToken": .credentials, "BadTopic": .credentials, "MissingTopic": .credentials,
+        "Forbidden": .credentials,
+        "PayloadTooLarge": .tooLarge,
+        "ExpiredProviderToken": .transient, "IdleTimeout": .transient, "UnrelatedKeyIdInToken": .transient,
+        "InternalServerError": .transient, "ServiceUnavailable": .transient, "Shutdown": .transient,
+        "TooManyProviderTokenUpdates": .deferral, "TooManyRequests": .deferral,
+        "BadCollapseId": .requestError, "BadExpirationDate": .requestError, "BadMessageId": .requestError,
+        "BadPriority": .requestError, "DuplicateHeaders": .requestError, "InvalidPushType": .requestError,
+        "MissingDeviceToken": .requestError, "PayloadEmpty": .requestError, "BadPath": .requestError,
+        "MethodNotAllowed": .requestError,
+    ]
+
+    public func row(status: Int, reason: String, answer: ProviderAnswer) -> ProviderAnswerTable.Row? { Self.reasons[reason] }
+
+    public func verdictTime(_ answer: ProviderAnswer) -> Date? {
+        answer.timestampMillis.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+}
+
+/// The test-mode simulator's answers (R-MODE-2): APNs' reasons (`SimulatorReason`), and an
+/// `APP_MISMATCH` always blamed on the device.
+public struct SimulatorAnswerRules: AnswerRules {
+    public init() {}
+    public var name: String { "simulator" }
+    public var blamesDeviceForAppMismatch: Bool { true }
+
+    public func row(status: Int, reason: String, answer: ProviderAnswer) -> ProviderAnswerTable.Row? {
+        APNsAnswerRules.reasons[reason]
+    }
+}
+
+/// FCM `details[].errorCode` or `error.status` values (Firebase's "ErrorCode"); `INVALID_ARGUMENT`
+/// is the token's fault when it names it, too large when it says so, else a request error; an OAuth
+/// refusal of the set's own key is `credentialsInvalid` (R-PRV-3).
+public struct FCMAnswerRules: AnswerRules {
+    public init() {}
+    public var name: String { "fcm" }
+
+    static let reasons: [String: ProviderAnswerTable.Row] = [
+        "UNREGISTERED": .unregistered,
+        "SENDER_ID_MISMATCH": .appMismatch,
+        "THIRD_PARTY_AUTH_ERROR": .credentials, "PERMISSION_DENIED": .credentials,
+        "QUOTA_EXCEEDED": .deferral, "RESOURCE_EXHAUSTED": .deferral,
+        "UNAVAILABLE": .transient, "INTERNAL": .transient, "UNAUTHENTICATED": .transient,
+        "DEADLINE_EXCEEDED": .transient,
+    ]
+
+    public func row(status: Int, reason: String, answer: ProviderAnswer) -> ProviderAnswerTable.Row? {
+        if reason == "INVALID_ARGUMENT" {
+            if answer.namesToken { return .invalidToken }
+            if (answer.rawDetail ?? "").lowercased().contains("too big") { return .tooLarge }
+            return .requestError
+        }
+        return Self.reasons[reason]
+    }
+
+    public func outcomeWithoutResponse(_ answer: ProviderAnswer) -> AnswerOutcome? {
+        let prefix = ProviderAnswerTable.fcmOAuthReasonPrefix
+        guard answer.transport == .notSent, let reason = answer.reason, reason.hasPrefix(prefix),
+              ProviderAnswerTable.fcmOAuthRefusesCredentials(error: String(reason.dropFirst(prefix.count)),
+                                                             description: answer.rawDetail ?? "") else { return nil }
+        // The access token was refused for this set's own key: no push can go out with it.
+        return .credentialsInvalid(reason: reason)
+    }
+}
+
+/// Web Push statuses (RFC 8030 §5, §7.2, §7.3, §8.4; RFC 8292 §4): 404/410 gone; 401 and 403 are
+/// VAPID refusals (missing, expired, or a key the subscription was not made with): the app's VAPID
+/// credentials are marked invalid and devices are never touched (issue 7: a rotated or
+/// misconfigured VAPID key must not deactivate every browser); 400 is a request error; Apple's
+/// `BadJwtToken` is the credentials'. An endpoint our own send-time guard refused fails
+/// `INVALID_SUBSCRIPTION` (retrying cannot help).
+public struct WebPushAnswerRules: AnswerRules {
+    public init() {}
+    public var name: String { "webpush" }
+
+    public func row(status: Int, reason: String, answer: ProviderAnswer) -> ProviderAnswerTable.Row? {
+        if reason == "BadJwtToken" { return .credentials }
         switch status {
         case 404, 410: return .unregistered
-        case 401: return .credentials
-        case 403: return .credentials
+        case 401, 403: return .credentials
         case 400: return .requestError
         default: return nil
         }
+    }
+
+    public func outcomeWithoutResponse(_ answer: ProviderAnswer) -> AnswerOutcome? {
+        guard answer.transport == .notSent, answer.reason == ProviderAnswerTable.webPushEndpointForbidden else { return nil }
+        return .failed(PushError(.invalidSubscription,
+                                 "web push endpoint refused before sending: \(answer.rawDetail ?? "not a public address")"))
     }
 }
 

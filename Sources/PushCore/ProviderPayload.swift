@@ -1,22 +1,22 @@
 /// The bytes (or message) handed to a provider for one delivery.
 public enum ProviderPayload: Sendable, Hashable {
-    /// APNs request body (complete).
-    case apns(body: [UInt8])
+    /// A complete request body (APNs, or any provider whose body needs nothing at send time).
+    case body([UInt8])
     /// FCM message; its request body needs the TTL left at send time.
     case fcm(FCMMessage)
 
-    /// The R-SEND-7 measure: APNs body length, or FCM data + notification strings.
+    /// The R-SEND-7 measure: the body's length, or FCM data + notification strings.
     public var ruleSize: Int {
         switch self {
-        case .apns(let body): return body.count
+        case .body(let body): return body.count
         case .fcm(let message): return message.ruleSize
         }
     }
 
-    /// The HTTP request body: the APNs body as is, or the FCM body with `android.ttl` = `ttlSeconds`.
+    /// The HTTP request body: the body as is, or the FCM body with `android.ttl` = `ttlSeconds`.
     public func requestBody(ttlSeconds: Int) -> [UInt8] {
         switch self {
-        case .apns(let body): return body
+        case .body(let body): return body
         case .fcm(let message): return message.requestBody(ttlSeconds: ttlSeconds)
         }
     }
@@ -26,7 +26,8 @@ public enum ProviderPayload: Sendable, Hashable {
 /// and the final size is already known and checked (R-SEND-7).
 public struct PayloadTemplate: Sendable, Hashable {
     enum Shape: Sendable, Hashable {
-        case apns(prefix: [UInt8])
+        /// The envelope's JSON object between `prefix` and `suffix` (APNs: `hk` beside `aps`).
+        case wrapped(prefix: [UInt8], suffix: [UInt8])
         case fcm(FCMMessage)
     }
 
@@ -45,6 +46,14 @@ public struct PayloadTemplate: Sendable, Hashable {
         self.finalSize = finalSize
     }
 
+    /// A body whose envelope object stands between `prefix` and `suffix`, of `finalSize` bytes once
+    /// rendered (the shape of APNs' body; any JSON provider that carries the envelope as one member).
+    public static func wrapped(prefix: [UInt8], suffix: [UInt8], kid: String, plaintextLength: Int,
+                               finalSize: Int) -> PayloadTemplate {
+        PayloadTemplate(shape: .wrapped(prefix: prefix, suffix: suffix), kid: kid, plaintextLength: plaintextLength,
+                        finalSize: finalSize)
+    }
+
     /// Puts `envelope` into the payload (APNs `hk` object, or FCM `data.hk` string).
     /// - Throws: `PushError` `.envelopeMismatch` when the envelope's kid differs from the plan, `enc`
     ///   is not 65 bytes or `ct` is not plaintext + 16 bytes (the planned size would be wrong).
@@ -54,12 +63,12 @@ public struct PayloadTemplate: Sendable, Hashable {
             throw PushError(.envelopeMismatch, "envelope does not match the planned kid or lengths")
         }
         switch shape {
-        case .apns(let prefix):
+        case .wrapped(let prefix, let suffix):
             var out = prefix
             out.reserveCapacity(finalSize)
             envelope.appendJSON(to: &out)
-            out.append(contentsOf: APNsPayload.encryptedSuffix)
-            return .apns(body: out)
+            out.append(contentsOf: suffix)
+            return .body(out)
         case .fcm(let base):
             var message = base
             message.data = [FCMMessage.DataEntry("hk", String(decoding: envelope.jsonBytes, as: UTF8.self))]

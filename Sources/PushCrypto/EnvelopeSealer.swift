@@ -9,7 +9,7 @@
 ///
 /// Cost: one random scalar, one fixed-base and one variable-base `EC_POINT_mul` with encodings,
 /// five HMAC-SHA256 and one AES-128-GCM pass; the key-schedule constants (suite ids,
-/// `psk_id_hash`, `info_hash`) are computed once in `init`. See `CryptoBenchmark`.
+/// `psk_id_hash`, `info_hash`) are computed once in `init`. See `CryptoBenchmark` (module PushBench).
 public struct EnvelopeSealer: Sendable {
     /// The HPKE `info` of envelope v2: UTF-8 `honkio-push-v2` (R-ENC-1).
     public static let info: [UInt8] = Array("honkio-push-v2".utf8)

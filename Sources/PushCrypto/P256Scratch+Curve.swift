@@ -18,13 +18,13 @@ extension P256Scratch {
     }
 
     /// Wipes the scalar register.
-    func clearScalar() { BN_clear(scalar) }
+    @_spi(Benchmarks) public func clearScalar() { BN_clear(scalar) }
 
     /// Draws a uniform scalar in [1, n-1] by rejection sampling over `RAND_bytes` (a rejection
     /// has probability about 2^-32) and leaves it in the scalar register.
     /// - Returns: the 32-byte big-endian scalar.
     /// - Throws: `OPENSSL_FAILURE` when the random generator fails.
-    func loadRandomScalar() throws -> [UInt8] {
+    @_spi(Benchmarks) public func loadRandomScalar() throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: Self.scalarLength)
         for _ in 0..<64 {
             guard RAND_bytes(&bytes, Int32(bytes.count)) == 1 else { throw CryptoError.openSSL("RAND_bytes") }
@@ -35,7 +35,7 @@ extension P256Scratch {
 
     /// d·G for the scalar in the register, as the 65-byte uncompressed point (fixed-base multiplication).
     /// - Throws: `OPENSSL_FAILURE`.
-    func generatorMultiple() throws -> [UInt8] {
+    @_spi(Benchmarks) public func generatorMultiple() throws -> [UInt8] {
         guard EC_POINT_mul(group, pointB, scalar, nil, nil, bnContext) == 1 else {
             throw CryptoError.openSSL("EC_POINT_mul(G)")
         }
@@ -74,7 +74,7 @@ extension P256Scratch {
     /// Parses a 65-byte uncompressed point into `pointA`. OpenSSL checks the curve equation while
     /// parsing (a few field operations), so a corrupt stored key gives a typed error, never a crash.
     /// - Throws: `INVALID_KEY_LENGTH`, `INVALID_KEY_ENCODING`, `POINT_NOT_ON_CURVE`.
-    func loadPoint(_ raw: [UInt8]) throws {
+    @_spi(Benchmarks) public func loadPoint(_ raw: [UInt8]) throws {
         try Self.checkShape(raw)
         let ok = EC_POINT_oct2point(group, pointA, raw, raw.count, bnContext)
         guard ok == 1 else { throw CryptoError.cleared(.pointNotOnCurve, "public key is not a point on P-256") }
@@ -109,7 +109,7 @@ extension P256Scratch {
     /// DH(sk, pk) for P-256 (RFC 9180 §7.1.1): x-coordinate of scalar·pointA, 32 bytes
     /// (variable-base multiplication). Rejects an infinity result.
     /// - Throws: `POINT_AT_INFINITY`, `OPENSSL_FAILURE`.
-    func sharedSecretX() throws -> [UInt8] {
+    @_spi(Benchmarks) public func sharedSecretX() throws -> [UInt8] {
         guard EC_POINT_mul(group, pointB, nil, pointA, scalar, bnContext) == 1 else {
             throw CryptoError.openSSL("EC_POINT_mul(peer)")
         }

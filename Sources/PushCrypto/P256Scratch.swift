@@ -6,7 +6,7 @@ internal import COpenSSL
 /// it is shared, so several threads each holding their own scratch never contend; the pool
 /// (`P256ScratchPool`) hands them out. Owns every handle: private init, throwing `make()`,
 /// `deinit` frees (the scalar is cleared before it is freed).
-final class P256Scratch {
+@_spi(Benchmarks) public final class P256Scratch {
     /// Reused algorithm objects (shared, immutable).
     let algorithms: OpenSSLAlgorithms
     /// `EC_GROUP` for prime256v1, private to this scratch.
@@ -110,9 +110,9 @@ final class P256Scratch {
 /// A lock-guarded free list of `P256Scratch`: a thread takes one (creating it when the list is
 /// empty), uses it alone, and gives it back. The list keeps at most `maxIdle` entries, so the
 /// number of live scratches follows the peak number of threads sealing at once.
-final class P256ScratchPool: @unchecked Sendable {
+@_spi(Benchmarks) public final class P256ScratchPool: @unchecked Sendable {
     /// The pool used by every `PushCrypto` entry point.
-    static let shared = P256ScratchPool(maxIdle: 64)
+    @_spi(Benchmarks) public static let shared = P256ScratchPool(maxIdle: 64)
 
     private let lock = NSLock()
     private var idle: [P256Scratch] = []
@@ -122,7 +122,7 @@ final class P256ScratchPool: @unchecked Sendable {
 
     /// Runs `body` with a scratch owned by the caller for the duration of the call (don't escape it).
     /// - Throws: whatever `body` throws, or `OPENSSL_FAILURE` when a new scratch cannot be made.
-    func withScratch<T>(_ body: (P256Scratch) throws -> T) throws -> T {
+    @_spi(Benchmarks) public func withScratch<T>(_ body: (P256Scratch) throws -> T) throws -> T {
         lock.lock()
         let reused = idle.popLast()
         lock.unlock()

@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import PushCrypto
 
 /// A subscription endpoint checked for sending: validated as at registration

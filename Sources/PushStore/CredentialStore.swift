@@ -31,21 +31,7 @@ public final class CredentialStore {
     ///   `NOT_FOUND` (no such live app), `PGError`.
     @discardableResult
     public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> CredentialSummary {
-        var rest = config
-        let stored: [String: String]
-        switch kind {
-        case .apns:
-            let team = rest.removeValue(forKey: "team_id") ?? "", key = rest.removeValue(forKey: "key_id") ?? ""
-            let topic = rest.removeValue(forKey: "topic") ?? ""
-            stored = try CredentialValidation.apns(teamID: team, keyID: key, topic: topic, p8PEM: secret, overrides: rest)
-        case .fcm:
-            for k in ["project_id", "client_email", "private_key_id"] { rest.removeValue(forKey: k) }
-            stored = try CredentialValidation.fcm(serviceAccountJSON: secret, overrides: rest)
-        case .webpush:
-            stored = try CredentialValidation.webpush(subject: rest["subject"] ?? "", privateKeyPEM: secret)
-        case .twilio:
-            stored = try CredentialValidation.twilio(config: rest, secret: secret)
-        }
+        let stored = try CredentialValidation.validate(kind: kind, config: config, secret: secret)
         let sealed = try SecretBox.seal(plaintext: secret, key: try requireKeys().current, aad: Self.aad(appID, kind))
         let r = try connection.exec(kind.isSMS ? CredentialQueries.smsUpsert : CredentialQueries.upsert, [
             .uuid(appID), .text(kind.rawValue), .text(try Self.json(stored)), .bytea(sealed),
@@ -138,14 +124,55 @@ public final class CredentialStore {
         let object = (try? JSONSerialization.jsonObject(with: Data(configText.utf8))) as? [String: Any] ?? [:]
         var identifiers: [String: String] = [:]
         for (k, v) in object { if let s = v as? String { identifiers[k] = s } }
-        let kindText = try r.string(i, "kind"), stateText = try r.string(i, "state")
-        guard let kind = CredentialKind(rawValue: kindText), let state = CredentialState(rawValue: stateText) else {
-            throw PGError(code: .decode, message: "unknown credential kind or state")
+        let kind = CredentialKind(rawValue: try r.string(i, "kind"))
+        guard let state = CredentialState(rawValue: try r.string(i, "state")) else {
+            throw PGError(code: .decode, message: "unknown credential state")
         }
         return CredentialSummary(appID: try r.uuid(i, "app_id"), kind: kind, state: state,
                                  firstAcceptedAt: try r.decode(i, "first_accepted_at"),
                                  invalidReason: try r.decode(i, "invalid_reason"), updatedAt: try r.date(i, "updated_at"),
                                  identifiers: identifiers, version: try r.string(i, "version"),
                                  keyVersion: try r.int(i, "key_version"))
+    }
+}
+
+/// Credential sets on PostgreSQL for the live router: its own connection (opened again after a
+/// failure: a failed read is retried once on a fresh connection), secrets opened with `keys`.
+public final class PGCredentialSource: CredentialSource, @unchecked Sendable {
+    private let keys: CredentialKeys?
+    private let openConnection: () throws -> PGConnection
+    private let lock = NSLock()
+    private var connection: PGConnection?
+
+    /// - Parameters:
+    ///   - keys: sealing keys; nil = no secret opens.
+    ///   - openConnection: opens the source's own connection.
+    public init(keys: CredentialKeys?, openConnection: @escaping () throws -> PGConnection) {
+        self.keys = keys
+        self.openConnection = openConnection
+    }
+
+    public var canOpenSecrets: Bool { keys != nil }
+
+    public func states(appID: UUID) throws -> [CredentialSummary] { try read { try $0.states(appID: appID) } }
+
+    public func load(appID: UUID) throws -> [CredentialSet] { try read { try $0.load(appID: appID) } }
+
+    private func read<T>(_ body: (CredentialStore) throws -> T) throws -> T {
+        try lock.withLock {
+            do {
+                return try body(CredentialStore(connection: try ensureConnection(), keys: keys))
+            } catch is PGError {
+                connection = nil
+                return try body(CredentialStore(connection: try ensureConnection(), keys: keys))
+            }
+        }
+    }
+
+    private func ensureConnection() throws -> PGConnection {
+        if let c = connection, c.isHealthy { return c }
+        let c = try openConnection()
+        connection = c
+        return c
     }
 }

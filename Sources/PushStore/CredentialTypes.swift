@@ -2,42 +2,8 @@ import Foundation
 import PushCore
 import PushCrypto
 
-/// Which provider a credential set serves (`push_credentials.kind`, R-APP-3).
-public enum CredentialKind: String, Sendable, Hashable, CaseIterable, Codable {
-    /// APNs token auth: team id, key id, `.p8` key, topic.
-    case apns
-    /// FCM HTTP v1: a Google service account.
-    case fcm
-    /// Web Push: a VAPID key pair (issue 7).
-    case webpush
-    /// The app's SMS provider (R-SMS-1): Twilio's account SID and auth token, or an API key SID
-    /// and secret, and the sender. Stored in `push_sms_credentials` (sql/0012), which workers of
-    /// earlier releases never read.
-    case twilio
-
-    /// The push platform this set serves: `apns` → ios, `fcm` → android, `webpush` → web; nil for
-    /// an SMS provider.
-    public var platform: Platform? {
-        switch self {
-        case .apns: return .ios
-        case .fcm: return .android
-        case .webpush: return .web
-        case .twilio: return nil
-        }
-    }
-
-    /// True for an SMS provider's set (`twilio`).
-    public var isSMS: Bool { platform == nil }
-
-    /// The kind serving `platform`.
-    public init(platform: Platform) {
-        switch platform {
-        case .ios: self = .apns
-        case .android: self = .fcm
-        case .web: self = .webpush
-        }
-    }
-}
+// `CredentialKind` (which provider a set serves) is PushCore's; the provider table maps it to its
+// platform and client.
 
 /// A credential set's state (R-APP-3): `unverified` until a live notification is accepted with it.
 public enum CredentialState: String, Sendable, Hashable, Codable {
@@ -65,6 +31,31 @@ public struct CredentialSummary: Sendable, Equatable, Codable {
 
     /// True when the set had a live notification accepted (blame rule of R-PRV-2).
     public var isVerified: Bool { firstAcceptedAt != nil }
+
+    /// Makes a summary (the store's decoder and test doubles).
+    public init(appID: UUID, kind: CredentialKind, state: CredentialState, firstAcceptedAt: Date?, invalidReason: String?,
+                updatedAt: Date, identifiers: [String: String], version: String, keyVersion: Int) {
+        self.appID = appID
+        self.kind = kind
+        self.state = state
+        self.firstAcceptedAt = firstAcceptedAt
+        self.invalidReason = invalidReason
+        self.updatedAt = updatedAt
+        self.identifiers = identifiers
+        self.version = version
+        self.keyVersion = keyVersion
+    }
+}
+
+/// Where the worker's live router reads credential sets: `PGCredentialSource` (PostgreSQL) in
+/// production, an in-memory one in tests.
+public protocol CredentialSource: AnyObject, Sendable {
+    /// False when no secret can be opened (no `PUSHFLEET_CREDENTIALS_KEY`): every live set is unusable.
+    var canOpenSecrets: Bool { get }
+    /// The app's sets without secrets (R-APP-3 states).
+    func states(appID: UUID) throws -> [CredentialSummary]
+    /// The app's sets with their secrets opened.
+    func load(appID: UUID) throws -> [CredentialSet]
 }
 
 /// A credential set with its opened secret (the `.p8` PEM text, the service-account JSON bytes, the
@@ -74,6 +65,12 @@ public struct CredentialSet: Sendable, CustomStringConvertible {
     public var summary: CredentialSummary
     /// The secret in clear; keep it in memory only.
     public var secret: [UInt8]
+
+    /// Makes a set.
+    public init(summary: CredentialSummary, secret: [UInt8]) {
+        self.summary = summary
+        self.secret = secret
+    }
 
     public var description: String {
         "CredentialSet(\(summary.kind.rawValue), app \(summary.appID.uuidString.lowercased()), state \(summary.state.rawValue), secret \(secret.count) bytes)"

@@ -13,6 +13,30 @@ public enum CredentialValidation {
         .twilio: ["twilio_base_url"],
     ]
 
+    /// Validates a set of `kind` from what `apps credentials set` was given: apns `team_id`,
+    /// `key_id`, `topic` plus overrides in `config` and the `.p8` as `secret`; fcm overrides in
+    /// `config` (the identifiers are read from the service account in `secret`); webpush `subject`
+    /// and the VAPID private key PEM; twilio `account_sid`, `api_key_sid`, `from` or
+    /// `messaging_service_sid` and the auth token or API key secret. - Returns: the config to store. - Throws: `VALIDATION_ERROR`.
+    public static func validate(kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> [String: String] {
+        var rest = config
+        switch kind {
+        case .apns:
+            let team = rest.removeValue(forKey: "team_id") ?? "", key = rest.removeValue(forKey: "key_id") ?? ""
+            let topic = rest.removeValue(forKey: "topic") ?? ""
+            return try apns(teamID: team, keyID: key, topic: topic, p8PEM: secret, overrides: rest)
+        case .fcm:
+            for k in ["project_id", "client_email", "private_key_id"] { rest.removeValue(forKey: k) }
+            return try fcm(serviceAccountJSON: secret, overrides: rest)
+        case .webpush:
+            return try webpush(subject: rest["subject"] ?? "", privateKeyPEM: secret)
+        case .twilio:
+            return try twilio(config: rest, secret: secret)
+        default:
+            throw PushError(.validationError, "kind: \(kind.rawValue.prefix(40)) has no credential validation")
+        }
+    }
+
     /// Validates a Web Push VAPID set (RFC 8292): the private key is a P-256 PKCS#8 PEM, and the
     /// contact `subject` is a `mailto:` or `https:` URI (Apple's service requires one).
     /// - Returns: the config to store (`subject`, `public_key` = the browsers' `applicationServerKey`).

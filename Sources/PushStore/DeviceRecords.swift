@@ -48,6 +48,15 @@ public struct RegistrationResult: Sendable, Equatable, Codable {
     @LowercaseUUIDs public var evicted: [UUID]
     /// The device as stored now.
     public var device: StoredDevice
+
+    /// Makes a value (the registry's decoder and test doubles).
+    public init(deviceID: UUID, created: Bool, reactivated: Bool, evicted: [UUID], device: StoredDevice) {
+        self.deviceID = deviceID
+        self.created = created
+        self.reactivated = reactivated
+        self.evicted = evicted
+        self.device = device
+    }
 }
 
 /// A device as the API shows it: never its key, only `encryption_key_id` (R-DEV-3).

@@ -6,7 +6,7 @@ import PushCore
 public final class DeviceRegistry {
     /// The session every call runs on (one thread at a time, like the connection itself).
     public let connection: PGConnection
-    /// Active device cap per app and mode (R-DEV-6); nil = 1,000,000 live, 1,000 test.
+    /// Active device cap per app and mode (R-DEV-6); nil = PushCore's `DeviceLimits.perApp`.
     public var appLimitOverride: Int64?
 
     /// A registry on `connection`; `appLimitOverride` replaces the R-DEV-6 cap (tests use small numbers).
@@ -38,7 +38,7 @@ public final class DeviceRegistry {
             d.subscription.map { .text($0.endpoint) }, d.subscription.map { .bytea($0.p256dh) },
             d.subscription.map { .bytea($0.auth) }, .text(d.userID),
             d.apnsEnvironment.map { .text($0.rawValue) }, .text(d.key.action), raw.map(PGValue.bytea),
-            kid.map(PGValue.text), appLimitOverride.map(PGValue.int64), nil,
+            kid.map(PGValue.text), .int64(appLimitOverride ?? DeviceLimits.perApp(d.mode)), .int(DeviceLimits.perUser),
         ]
         var attempt = 1
         while true {
@@ -51,7 +51,7 @@ public final class DeviceRegistry {
                     createdAt: try r.date(0, "created_at"), lastRegisteredAt: try r.date(0, "last_registered_at"))
                 return RegistrationResult(deviceID: device.id, created: try r.bool(0, "created"),
                                           reactivated: try r.bool(0, "reactivated"),
-                                          evicted: try QueueStore.uuidArray(r.string(0, "evicted")), device: device)
+                                          evicted: try PGArrayText.uuids(r.string(0, "evicted")), device: device)
             } catch let e as PGError {
                 if let domain = Self.domainError(e) { throw domain }
                 guard Self.isConcurrencyConflict(e), attempt < Self.maxRegistrationAttempts,

@@ -1,4 +1,20 @@
 import Foundation
+import PushCore
+
+/// A claimed job's lease: the job id and the claim's lease token. Every write of the job's outcome
+/// is guarded by both (`LEASE_LOST` otherwise).
+public struct JobLease: Sendable, Hashable {
+    /// `push_jobs.id`.
+    public var id: Int64
+    /// The claim's lease token.
+    public var token: UUID
+
+    /// Makes a lease value.
+    public init(id: Int64, token: UUID) {
+        self.id = id
+        self.token = token
+    }
+}
 
 /// A claimed job with what processing it needs: its lease, its notification's content and its
 /// app's send-time policy (read by the claim itself, one round trip for the whole claim).
@@ -6,7 +22,7 @@ public struct ClaimedJob: Sendable {
     /// `push_jobs.id`.
     public var id: Int64
     /// `notification` (the send-time step, R-SEND-2) or `batch` (a device batch).
-    public var kind: String
+    public var kind: JobKind
     /// Device ids of a batch job; nil for a notification job.
     public var deviceIDs: [UUID]?
     /// The claim's lease token: every write of this job's outcome is guarded by it.
@@ -19,16 +35,32 @@ public struct ClaimedJob: Sendable {
     public var notification: NotificationRow
     /// The app's policy and placeholders, as read at claim time.
     public var app: AppPolicyRow
+
+    /// Makes a claimed job (the stores' decoders and test doubles).
+    public init(id: Int64, kind: JobKind, deviceIDs: [UUID]?, leaseToken: UUID, attempt: Int, maxAttempts: Int,
+                notification: NotificationRow, app: AppPolicyRow) {
+        self.id = id
+        self.kind = kind
+        self.deviceIDs = deviceIDs
+        self.leaseToken = leaseToken
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.notification = notification
+        self.app = app
+    }
+
+    /// The job's lease (id and token).
+    public var lease: JobLease { JobLease(id: id, token: leaseToken) }
 }
 
 /// The columns of `push_notifications` the worker reads.
 public struct NotificationRow: Sendable {
     public var id: UUID
     public var appID: UUID
-    /// `test` or `live` (R-MODE-1).
-    public var mode: String
-    /// `pending`, `sending`, ... (see sql/0001).
-    public var status: String
+    /// R-MODE-1.
+    public var mode: Mode
+    /// Where the notification is in its life (see sql/0001).
+    public var status: NotificationState
     public var title: String?
     public var body: String?
     /// The client's JSON object text, key order kept (R-ENC-9).
@@ -37,18 +69,45 @@ public struct NotificationRow: Sendable {
     public var sound: String?
     public var threadID: String?
     public var collapseKey: String?
-    /// `high` or `normal` (R-SEND-10).
-    public var priority: String
+    /// R-SEND-10.
+    public var priority: Priority
     public var ttlSeconds: Int
     public var acceptedAt: Date
     public var sendAt: Date?
-    /// max(accepted, send_at) + ttl (R-SEND-10).
+    /// max(accepted, send_at) + ttl (R-SEND-10), as `push_enqueue` stored it.
     public var expiresAt: Date
     /// `require_encryption` as read at send time (R-SEND-2); nil before the send time.
     public var encrypted: Bool?
     public var hasSMSFallback: Bool
     /// Push type, iOS presentation, loc texts, Android channel (sql/0011).
-    public var kindFields = NotificationKindFields()
+    public var kindFields: NotificationKindFields
+
+    /// Makes a row (the stores' decoders and test doubles).
+    public init(id: UUID, appID: UUID, mode: Mode, status: NotificationState, title: String? = nil, body: String? = nil,
+                data: String? = nil, badge: Int? = nil, sound: String? = nil, threadID: String? = nil,
+                collapseKey: String? = nil, priority: Priority = .high, ttlSeconds: Int, acceptedAt: Date,
+                sendAt: Date? = nil, expiresAt: Date, encrypted: Bool? = nil, hasSMSFallback: Bool = false,
+                kindFields: NotificationKindFields = NotificationKindFields()) {
+        self.id = id
+        self.appID = appID
+        self.mode = mode
+        self.status = status
+        self.title = title
+        self.body = body
+        self.data = data
+        self.badge = badge
+        self.sound = sound
+        self.threadID = threadID
+        self.collapseKey = collapseKey
+        self.priority = priority
+        self.ttlSeconds = ttlSeconds
+        self.acceptedAt = acceptedAt
+        self.sendAt = sendAt
+        self.expiresAt = expiresAt
+        self.encrypted = encrypted
+        self.hasSMSFallback = hasSMSFallback
+        self.kindFields = kindFields
+    }
 }
 
 /// The app's policy and placeholder text (R-APP-1).
@@ -61,9 +120,20 @@ public struct AppPolicyRow: Sendable {
     public var placeholderBodyLocKey: String?
     /// Soft-deleted app: its notifications end as NO_DEVICES with DEVICE_GONE refunds.
     public var deleted: Bool
+
+    /// Makes a row.
+    public init(requireEncryption: Bool, placeholderTitle: String, placeholderBody: String,
+                placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil, deleted: Bool) {
+        self.requireEncryption = requireEncryption
+        self.placeholderTitle = placeholderTitle
+        self.placeholderBody = placeholderBody
+        self.placeholderTitleLocKey = placeholderTitleLocKey
+        self.placeholderBodyLocKey = placeholderBodyLocKey
+        self.deleted = deleted
+    }
 }
 
-/// What `push_start_notification` decided at a notification's send time.
+/// What the send-time step decided for one notification job (R-SEND-2).
 public struct NotificationStart: Sendable, Equatable {
     /// The devices this same job now delivers (audience no larger than a batch); nil when the
     /// audience was split into batch jobs for any worker.
@@ -74,6 +144,14 @@ public struct NotificationStart: Sendable, Equatable {
     public var gone: Int
     /// `require_encryption` as read now, written on the notification (R-SEND-2).
     public var encrypted: Bool
+
+    /// Makes a value.
+    public init(inlineDeviceIDs: [UUID]?, batchJobs: Int, gone: Int, encrypted: Bool) {
+        self.inlineDeviceIDs = inlineDeviceIDs
+        self.batchJobs = batchJobs
+        self.gone = gone
+        self.encrypted = encrypted
+    }
 }
 
 /// One device of a batch as stored now, with its delivery progress for this notification.
@@ -83,148 +161,65 @@ public struct BatchDeviceRow: Sendable {
     public var found: Bool
     /// Still of this notification's app and mode, active, and owned by an addressed user (R-SEND-1).
     public var targeted: Bool
+    /// The stored spelling, nil when the row is gone. Not checked by the schema on purpose: a
+    /// platform this release does not know fails only its delivery (`UNKNOWN_PLATFORM`, the planner).
     public var platform: String?
     public var token: String?
     public var endpoint: String?
     public var p256dh: [UInt8]?
     public var authSecret: [UInt8]?
-    public var apnsEnvironment: String?
+    public var apnsEnvironment: APNsEnvironment?
     /// Stored 65-byte public key (R-DEV-3), validated at registration; may still be corrupt.
     public var publicKey: [UInt8]?
     public var kid: String?
     public var lastRegisteredAt: Date?
-    /// `retrying`, `sent`, `failed`, or nil when no delivery row exists yet.
-    public var deliveryStatus: String?
+    /// The delivery row's status, nil when no delivery row exists yet.
+    public var deliveryStatus: DeliveryStatus?
     /// Attempts made so far for this delivery (deferrals included).
     public var attempts: Int
     /// Attempts that failed transiently so far (R-SEND-12).
     public var failures: Int
     public var nextAttemptAt: Date?
-    /// Whether the device was charged at acceptance (R-SEND-9).
+    /// Whether the device was charged at acceptance (R-SEND-9): what `LedgerRule.action` needs.
     public var charged: Bool
     /// The delivery's stable apns-id (lower-case UUID).
     public var apnsID: UUID
-}
 
-/// One delivery's result in a batch record (one element of `push_record_batch`'s arrays).
-public struct DeliveryRecord: Sendable, Equatable {
-    public var deviceID: UUID
-    /// `sent`, `failed` or `retrying`.
-    public var status: String
-    public var errorCode: String?
-    /// Operator detail (raw provider reason, curl error); never content.
-    public var errorDetail: String?
-    public var encrypted: Bool
-    /// `simulator`, `apns`, `fcm`, `webpush`, or nil when nothing was sent.
-    public var provider: String?
-    public var providerMessageID: String?
-    public var attempts: Int
-    /// Transient failures so far (R-SEND-12 backoff counts these, not deferrals).
-    public var failures: Int
-    /// When a retrying delivery is tried again.
-    public var nextAttemptAt: Date?
-    /// Test mode: the exact payload bytes it would have sent (R-MODE-2).
-    public var payload: [UInt8]?
-    /// R-SEND-9: true = nets one charge, false = nets zero, nil = not final yet.
-    public var netsCharge: Bool?
-    /// A deactivation verdict (R-PRV-1/2): `UNREGISTERED`, `INVALID_TOKEN`, `APP_MISMATCH`.
-    public var deactivateReason: String?
-    /// When the provider judged the token (R-DEV-8); nil = the record time.
-    public var verdictAt: Date?
-
-    public init(deviceID: UUID, status: String, errorCode: String? = nil, errorDetail: String? = nil,
-                encrypted: Bool = false, provider: String? = nil, providerMessageID: String? = nil,
-                attempts: Int = 0, failures: Int = 0, nextAttemptAt: Date? = nil, payload: [UInt8]? = nil, netsCharge: Bool? = nil,
-                deactivateReason: String? = nil, verdictAt: Date? = nil) {
+    /// Makes a row (the stores' decoders and test doubles).
+    public init(deviceID: UUID, found: Bool, targeted: Bool, platform: String?, token: String? = nil,
+                endpoint: String? = nil, p256dh: [UInt8]? = nil, authSecret: [UInt8]? = nil,
+                apnsEnvironment: APNsEnvironment? = nil, publicKey: [UInt8]? = nil, kid: String? = nil,
+                lastRegisteredAt: Date? = nil, deliveryStatus: DeliveryStatus? = nil, attempts: Int = 0,
+                failures: Int = 0, nextAttemptAt: Date? = nil, charged: Bool, apnsID: UUID) {
         self.deviceID = deviceID
-        self.status = status
-        self.errorCode = errorCode
-        self.errorDetail = errorDetail
-        self.encrypted = encrypted
-        self.provider = provider
-        self.providerMessageID = providerMessageID
+        self.found = found
+        self.targeted = targeted
+        self.platform = platform
+        self.token = token
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+        self.authSecret = authSecret
+        self.apnsEnvironment = apnsEnvironment
+        self.publicKey = publicKey
+        self.kid = kid
+        self.lastRegisteredAt = lastRegisteredAt
+        self.deliveryStatus = deliveryStatus
         self.attempts = attempts
         self.failures = failures
         self.nextAttemptAt = nextAttemptAt
-        self.payload = payload
-        self.netsCharge = netsCharge
-        self.deactivateReason = deactivateReason
-        self.verdictAt = verdictAt
+        self.charged = charged
+        self.apnsID = apnsID
     }
 }
 
-/// One batch's results, for `QueueStore.batchRecordMany`.
-public struct BatchOutcome: Sendable {
-    public var job: ClaimedJob
-    public var records: [DeliveryRecord]
-    public var credentials: CredentialChanges
+/// One batch to load: a notification and the devices of one job.
+public struct DeviceBatch: Sendable {
+    public var notificationID: UUID
+    public var deviceIDs: [UUID]
 
-    public init(job: ClaimedJob, records: [DeliveryRecord], credentials: CredentialChanges = .init()) {
-        self.job = job
-        self.records = records
-        self.credentials = credentials
+    /// Makes a value.
+    public init(notificationID: UUID, deviceIDs: [UUID]) {
+        self.notificationID = notificationID
+        self.deviceIDs = deviceIDs
     }
-}
-
-/// Credential-state changes a batch caused (R-APP-3, R-PRV-2, R-PRV-3).
-public struct CredentialChanges: Sendable, Equatable {
-    /// Kinds (`apns`, `fcm`, `webpush`) to mark invalid, with the provider's reason.
-    public var invalid: [(kind: String, reason: String)]
-    /// Kinds that had a live notification accepted in this batch.
-    public var accepted: [String]
-
-    public init(invalid: [(kind: String, reason: String)] = [], accepted: [String] = []) {
-        self.invalid = invalid
-        self.accepted = accepted
-    }
-
-    public static func == (a: CredentialChanges, b: CredentialChanges) -> Bool {
-        a.accepted == b.accepted && a.invalid.map { "\($0.kind)/\($0.reason)" } == b.invalid.map { "\($0.kind)/\($0.reason)" }
-    }
-}
-
-/// What recording a batch left: the notification's remaining batches and, when none remain,
-/// every delivery's ending for the final decision (R-SEND-6).
-public struct BatchRecordResult: Sendable, Equatable {
-    public var remainingBatches: Int
-    public var deactivated: Int
-    /// `sent` or the error code of each delivery of the notification (set when remainingBatches == 0).
-    public var endings: [String]?
-    public var hasSMSFallback: Bool
-}
-
-/// A notification's final state as decided by PushCore (R-SEND-6).
-public struct NotificationFinal: Sendable, Equatable {
-    /// `sent`, `sms_fallback` or `failed`.
-    public var status: String
-    public var errorCode: String?
-
-    public init(status: String, errorCode: String?) {
-        self.status = status
-        self.errorCode = errorCode
-    }
-}
-
-/// Queue depth for operators and autoscalers (the `push_queue_stats` view).
-public struct QueueStats: Sendable, Equatable, Codable {
-    public var available: Int64
-    public var due: Int64
-    public var running: Int64
-    public var discarded: Int64
-    public var completed: Int64
-    public var cancelled: Int64
-    public var oldestDueAgeSeconds: Double
-}
-
-/// A job as operators list it.
-public struct JobSummary: Sendable, Codable {
-    public var id: Int64
-    public var kind: String
-    @LowercaseUUID public var notificationID: UUID
-    public var state: String
-    public var attempt: Int
-    public var maxAttempts: Int
-    public var runAt: Date
-    public var lastError: String?
-    public var devices: Int
 }

@@ -40,7 +40,7 @@ public struct WebhookEndpoint: Sendable, Equatable, Codable {
         }
         return WebhookEndpoint(
             id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), mode: mode, url: try r.string(i, "url"),
-            eventTypes: try QueueStore.textArray(try r.string(i, "event_types")), enabled: try r.bool(i, "enabled"),
+            eventTypes: try PGArrayText.strings(try r.string(i, "event_types")), enabled: try r.bool(i, "enabled"),
             disabledReason: try r.decode(i, "disabled_reason"), disabledAt: try r.decode(i, "disabled_at"),
             previousSecretExpiresAt: try r.decode(i, "previous_secret_expires_at"),
             failingSince: try r.decode(i, "failing_since"), lastSuccessAt: try r.decode(i, "last_success_at"),

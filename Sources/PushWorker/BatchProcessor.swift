@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PushCore
 import PushCrypto
+import PushProviders
 import PushStore
 
 /// Turns one device batch into delivery records: plan each device (PushCore, pure), seal the
@@ -13,15 +14,18 @@ public final class BatchProcessor {
     public let retryPolicy: RetryPolicy
     /// Where pushes go.
     public let router: ProviderRouter
+    /// The providers served: each platform's payload writer, credential kind and answer rules.
+    public let providers: ProviderTable
     private let sealer: EnvelopeSealer
     private let jitter: () -> Double
     private let metrics: WorkerMetrics?
 
     /// - Parameters:
     ///   - jitter: a source of values in [0, 1) for backoff jitter (injected for tests).
-    public init(router: ProviderRouter, retryPolicy: RetryPolicy = .default, metrics: WorkerMetrics? = nil,
-                jitter: @escaping () -> Double = { Double.random(in: 0..<1) }) throws {
+    public init(router: ProviderRouter, retryPolicy: RetryPolicy = .default, providers: ProviderTable = .standard,
+                metrics: WorkerMetrics? = nil, jitter: @escaping () -> Double = { Double.random(in: 0..<1) }) throws {
         self.router = router
+        self.providers = providers
         self.retryPolicy = retryPolicy
         self.sealer = try EnvelopeSealer()
         self.jitter = jitter
@@ -60,13 +64,14 @@ public final class BatchProcessor {
     /// answers classified. Outputs are in the order of `inputs`.
     public func processMany(_ inputs: [Input], now: Date) -> [Output] {
         var outputs = [Output](repeating: ([], CredentialChanges()), count: inputs.count)
+        let planning = providers.planning
         var statesByApp: [UUID: CredentialStates] = [:]
         var work: [WorkItem] = []
 
         // 1. Plan (pure) and pick what must be sealed.
         for (b, input) in inputs.enumerated() {
             let n = input.job.notification
-            let mode = Mode(rawValue: n.mode) ?? .test
+            let mode = n.mode
             let devices = input.devices
             // Content; a notification whose data is not a JSON object fails every delivery (INVALID_DATA).
             let content: NotificationContent
@@ -75,7 +80,7 @@ public final class BatchProcessor {
             } catch {
                 let e = error as? PushError ?? PushError(.invalidData, "data is not a JSON object")
                 for d in devices where !Self.isFinal(d) {
-                    outputs[b].records.append(Self.failed(d, e, netsCharge: false))
+                    outputs[b].records.append(Self.failed(d, e))
                 }
                 continue
             }
@@ -85,7 +90,7 @@ public final class BatchProcessor {
                     states = known
                 } else {
                     do { states = try router.credentialStates(appID: n.appID) } catch {
-                        states = CredentialStates(unusable: Set(Platform.allCases))
+                        states = CredentialStates(unusable: providers.platforms)
                     }
                     statesByApp[n.appID] = states
                 }
@@ -96,33 +101,30 @@ public final class BatchProcessor {
                                                                         titleLocKey: input.job.app.placeholderTitleLocKey,
                                                                         bodyLocKey: input.job.app.placeholderBodyLocKey),
                                           requireEncryption: input.encrypted, mode: mode,
-                                          invalidCredentials: states.unusable)
-            let expiry = Expiry(accepted: n.acceptedAt, sendAt: n.sendAt, ttlSeconds: n.ttlSeconds)
+                                          invalidCredentials: states.unusable, platforms: planning)
+            let expiry = Expiry(expiresAt: n.expiresAt, ttlSeconds: n.ttlSeconds)
             for d in devices {
                 if Self.isFinal(d) { continue }
                 if let at = d.nextAttemptAt, at > now.addingTimeInterval(0.25) {
                     // Not yet due: carried forward unchanged into the successor job.
-                    outputs[b].records.append(DeliveryRecord(deviceID: d.deviceID, status: "retrying", errorCode: nil,
-                                                             encrypted: false, attempts: d.attempts,
+                    outputs[b].records.append(DeliveryRecord(deviceID: d.deviceID, status: .retrying, attempts: d.attempts,
                                                              failures: d.failures, nextAttemptAt: at))
                     continue
                 }
                 guard d.found, d.targeted else {
-                    outputs[b].records.append(Self.failed(d, PushError(.deviceGone, "device no longer targeted at send time"),
-                                                          netsCharge: false))
+                    outputs[b].records.append(Self.failed(d, PushError(.deviceGone, "device no longer targeted at send time")))
                     continue
                 }
                 guard let ttl = expiry.request(now: now, firstAttempt: d.attempts == 0) else {
-                    outputs[b].records.append(Self.failed(d, PushError(.expired, "the notification expired before it could be sent"),
-                                                          netsCharge: false))
+                    outputs[b].records.append(Self.failed(d, PushError(.expired, "the notification expired before it could be sent")))
                     continue
                 }
-                let snapshot = DeviceSnapshot(platform: d.platform ?? "", token: d.token ?? d.endpoint ?? "",
-                                              apnsEnvironment: d.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
+                let snapshot = DeviceSnapshot(platform: Platform(rawValue: d.platform ?? ""), token: d.token ?? d.endpoint ?? "",
+                                              apnsEnvironment: d.apnsEnvironment,
                                               publicKey: d.publicKey, kid: d.kid)
                 switch planner.plan(snapshot) {
-                case .refuse(let error, _):
-                    outputs[b].records.append(Self.failed(d, error, netsCharge: LedgerRule.netsCharge(.failed(error.code))))
+                case .refuse(let error):
+                    outputs[b].records.append(Self.failed(d, error))
                 case .send(let plan):
                     work.append(WorkItem(batch: b, device: d, plan: plan, ttl: ttl, appID: n.appID, mode: mode,
                                          states: states, expiresAt: expiry.expiresAt))
@@ -157,11 +159,11 @@ public final class BatchProcessor {
         for (i, item) in work.enumerated() {
             switch bodies[i] {
             case .failure(let error):
-                outputs[item.batch].records.append(Self.failed(item.device, error,
-                                                               netsCharge: LedgerRule.netsCharge(.failed(error.code))))
+                outputs[item.batch].records.append(Self.failed(item.device, error))
             case .success(let body):
                 let push = OutboundPush(deviceID: item.device.deviceID, platform: item.plan.platform,
-                                        token: item.plan.platform == .web ? (item.device.endpoint ?? "") : item.plan.token,
+                                        token: providers.provider(for: item.plan.platform)?.addressing == .subscription
+                                            ? (item.device.endpoint ?? "") : item.plan.token,
                                         apnsEnvironment: item.plan.apnsEnvironment, body: body,
                                         priority: item.plan.priority, pushType: item.plan.pushType,
                                         apnsExpiration: item.ttl.apnsExpiration,
@@ -246,36 +248,41 @@ public final class BatchProcessor {
                           encrypted: Bool, states: CredentialStates, expiresAt: Date, now: Date,
                           credentials: inout CredentialChanges, testPayload: [UInt8]?) -> DeliveryRecord {
         let attempts = device.attempts + 1
-        var r = DeliveryRecord(deviceID: device.deviceID, status: "failed", encrypted: encrypted,
-                               provider: provider.rawValue, attempts: attempts, failures: device.failures,
+        var r = DeliveryRecord(deviceID: device.deviceID, status: .failed, encrypted: encrypted,
+                               provider: provider, attempts: attempts, failures: device.failures,
                                payload: testPayload)
-        let kind = Self.credentialKind(push.platform)
+        let kind = providers.provider(for: push.platform)?.credentialKind ?? CredentialKind(rawValue: push.platform.rawValue)
         let verified = states.verified.contains(push.platform)
-        let outcome = ProviderAnswerTable.classify(answer, provider: provider, credentialsVerified: verified)
+        let outcome: AnswerOutcome
+        if let rules = providers.answerRules(provider) {
+            outcome = ProviderAnswerTable.classify(answer, rules: rules, credentialsVerified: verified)
+        } else {
+            outcome = .failed(PushError(.providerError, "answer from \(provider.rawValue.prefix(40)), which is not a provider of this release"))
+        }
         switch outcome {
         case .sent(let id):
-            r.status = "sent"
+            r.status = .sent
             r.providerMessageID = id ?? answer.messageId
             if provider != .simulator { credentials.accepted.append(kind) }
         case .deactivateDevice(let reason, let at):
-            r.errorCode = reason.rawValue
-            r.deactivateReason = reason.rawValue
+            r.errorCode = reason
+            r.deactivateReason = reason
             r.verdictAt = at ?? now
         case .appMismatch(let blame):
-            r.errorCode = ErrorCode.appMismatch.rawValue
+            r.errorCode = .appMismatch
             if blame == .device {
-                r.deactivateReason = ErrorCode.appMismatch.rawValue
+                r.deactivateReason = .appMismatch
                 r.verdictAt = now
             } else {
-                credentials.invalid.append((kind, answer.reason ?? "APP_MISMATCH"))
+                credentials.invalid.append(.init(kind: kind, reason: answer.reason ?? "APP_MISMATCH"))
             }
         case .credentialsInvalid(let reason):
-            r.errorCode = ErrorCode.credentialsInvalid.rawValue
-            credentials.invalid.append((kind, reason))
+            r.errorCode = .credentialsInvalid
+            credentials.invalid.append(.init(kind: kind, reason: reason))
         case .payloadTooLarge:
-            r.errorCode = ErrorCode.pushPayloadTooLarge.rawValue
+            r.errorCode = .pushPayloadTooLarge
         case .failed(let error):
-            r.errorCode = error.code.rawValue
+            r.errorCode = error.code
             r.errorDetail = error.message
         case .transient, .deferral:
             let decision: RetryPolicy.Decision
@@ -291,16 +298,16 @@ public final class BatchProcessor {
             r.errorDetail = Self.detail(answer)
             switch decision {
             case .retry(let at):
-                r.status = "retrying"
+                r.status = .retrying
                 r.nextAttemptAt = at
                 metrics?.retries.increment()
                 return r
             case .exhausted, .expired:
-                r.errorCode = decision.errorCode?.rawValue
+                r.errorCode = decision.errorCode
             }
         }
-        if r.status != "sent", r.errorDetail == nil { r.errorDetail = Self.detail(answer) }
-        r.netsCharge = LedgerRule.netsCharge(Self.ending(r, outcome: outcome))
+        if r.status != .sent, r.errorDetail == nil { r.errorDetail = Self.detail(answer) }
+        if let ending = r.ending { r.ledger = LedgerRule.action(for: ending, chargedAtAcceptance: device.charged) }
         return r
     }
 
@@ -310,7 +317,7 @@ public final class BatchProcessor {
         let data = try n.data.map { try JSONParser.parseDataObject($0) }
         var content = NotificationContent(title: n.title, body: n.body, data: data, badge: n.badge, sound: n.sound,
                                           threadId: n.threadID, collapseKey: n.collapseKey,
-                                          priority: Priority(rawValue: n.priority) ?? .high)
+                                          priority: n.priority)
         // The API may call push_enqueue without the CLI's checks: reserved data keys (`hk` would pass
         // for an envelope on Android), a background push with a title (R-KIND-1) and the like are
         // refused here too, as INVALID_DATA.
@@ -323,27 +330,14 @@ public final class BatchProcessor {
         return content
     }
 
-    static func isFinal(_ d: BatchDeviceRow) -> Bool {
-        d.deliveryStatus == "sent" || d.deliveryStatus == "failed"
-    }
+    static func isFinal(_ d: BatchDeviceRow) -> Bool { d.deliveryStatus?.isFinal == true }
 
-    static func failed(_ d: BatchDeviceRow, _ e: PushError, netsCharge: Bool) -> DeliveryRecord {
-        DeliveryRecord(deviceID: d.deviceID, status: "failed", errorCode: e.code.rawValue, errorDetail: e.message,
-                       encrypted: false, attempts: d.attempts, failures: d.failures, netsCharge: netsCharge)
-    }
-
-    static func credentialKind(_ p: Platform) -> String {
-        switch p {
-        case .ios: return "apns"
-        case .android: return "fcm"
-        case .web: return "webpush"
-        }
-    }
-
-    static func ending(_ r: DeliveryRecord, outcome: AnswerOutcome) -> DeliveryEnding {
-        if r.status == "sent" { return .sent }
-        if case .appMismatch(let blame) = outcome { return .appMismatch(blame) }
-        return .failed(ErrorCode(rawValue: r.errorCode ?? "") ?? .providerError)
+    /// A delivery refused before any provider call: `failed` with the error's code, and the ledger
+    /// row `LedgerRule` says that ending needs given the acceptance charge.
+    static func failed(_ d: BatchDeviceRow, _ e: PushError) -> DeliveryRecord {
+        DeliveryRecord(deviceID: d.deviceID, status: .failed, errorCode: e.code, errorDetail: e.message,
+                       attempts: d.attempts, failures: d.failures,
+                       ledger: LedgerRule.action(for: .failed(e.code), chargedAtAcceptance: d.charged))
     }
 
     /// Operator detail for a non-success answer: status, reason and a bounded raw detail.

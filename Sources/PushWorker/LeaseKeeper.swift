@@ -6,22 +6,22 @@ import PushStore
 /// claims the job again). A job that two heartbeats in a row find gone while this worker still
 /// holds it is reported lost (one miss may be the worker's own record committing just before it
 /// lets go of the job); a lost job's outcome is refused anyway by the lease-guarded record
-/// (LEASE_LOST), never written over the new owner's work.
+/// (`RecordOutcome.leaseLost`), never written over the new owner's work.
 public final class LeaseKeeper: @unchecked Sendable {
     private let lock = NSLock()
     private var held: [Int64: UUID] = [:]
     private var lost: Set<Int64> = []
     private var missed: Set<Int64> = []
     private let leaseSeconds: Double
-    private let connect: () throws -> PGConnection
+    private let open: () throws -> QueueStore
     private var thread: Thread?
     private var stopped = false
     private let log: Log
 
-    /// - Parameter connect: opens the keeper's own connection (reopened after a failure).
-    public init(leaseSeconds: Double, log: Log = .shared, connect: @escaping () throws -> PGConnection) {
+    /// - Parameter open: opens the keeper's own session (again after a failure).
+    public init(leaseSeconds: Double, log: Log = .shared, open: @escaping () throws -> QueueStore) {
         self.leaseSeconds = leaseSeconds
-        self.connect = connect
+        self.open = open
         self.log = log
     }
 
@@ -49,15 +49,16 @@ public final class LeaseKeeper: @unchecked Sendable {
     public func isLost(_ id: Int64) -> Bool { lock.withLock { lost.contains(id) } }
 
     private func loop() {
-        var conn: PGConnection?
+        var session: QueueStore?
         let interval = max(0.05, leaseSeconds / 3)
         while !lock.withLock({ stopped }) {
             Thread.sleep(forTimeInterval: interval)
-            let jobs = lock.withLock { held.map { (id: $0.key, leaseToken: $0.value) } }
+            let jobs = lock.withLock { held.map { JobLease(id: $0.key, token: $0.value) } }
             if jobs.isEmpty { continue }
             do {
-                if conn == nil { conn = try connect() }
-                let kept = try QueueStore(connection: conn!).jobHeartbeat(jobs, leaseSeconds: leaseSeconds)
+                let store = try session ?? open()
+                session = store
+                let kept = try store.jobHeartbeat(jobs, leaseSeconds: leaseSeconds)
                 let gone = Set(jobs.map(\.id).filter { !kept.contains($0) })
                 let newlyLost: [Int64] = lock.withLock {
                     let stillHeld = gone.filter { held[$0] != nil }
@@ -71,7 +72,7 @@ public final class LeaseKeeper: @unchecked Sendable {
                 }
             } catch {
                 log.warn("lease.heartbeat_failed", ["error": String(describing: error).prefix(200)])
-                conn = nil
+                session = nil
             }
         }
     }

@@ -4,23 +4,29 @@ import PushCrypto
 import PushProviders
 import PushStore
 
-/// Builds a Web Push client for an app's `webpush` set (issue 7 plugs its `WebPushClient` in here).
-public typealias WebPushClientFactory = (_ set: CredentialSet, _ http: HTTPClientConfiguration) throws -> PushProvider
-
-/// The provider clients of the live router, one per (app, credential kind), kept across batches and
-/// rebuilt only when the set's `version` changes (a replaced key, topic or service account).
-/// Not thread-safe: the router calls it under its lock.
+/// The provider clients of the live router, one per (app, credential kind), each built by its
+/// provider's descriptor (`ProviderTable`), kept across batches and rebuilt only when the set's
+/// `version` changes (a replaced key, topic or service account). Not thread-safe: the router calls
+/// it under its lock.
 final class LiveProviderClients {
-    /// Settings every client shares.
+    /// Settings every client shares; `settings(kind)` gives one kind's.
     struct Settings {
         var caFile: String?
-        var apnsRequestTimeoutMillis: Int
-        var fcmRequestTimeoutMillis: Int
-        var apnsTokenCache: ProviderTokenCache
-        var fcmTokenCache: ProviderTokenCache
-        var webPush: WebPushClientFactory?
+        var requestTimeoutMillis: [CredentialKind: Int]
+        var tokenCaches: [CredentialKind: ProviderTokenCache]
+        var allowLoopback: Bool
+        var resolver: WebPushResolver
         /// The HTTP/2 client of APNs and FCM (Web Push ignores it).
         var transport: HTTPTransportKind = .nghttp2
+
+        func settings(_ kind: CredentialKind) -> ProviderClientSettings {
+            var http = HTTPClientConfiguration(caFile: caFile)
+            http.transport = transport
+            return ProviderClientSettings(http: http,
+                                   requestTimeoutMillis: requestTimeoutMillis[kind] ?? 10_000,
+                                   tokenCache: tokenCaches[kind] ?? InMemoryProviderTokenCache(),
+                                   allowLoopback: allowLoopback, resolver: resolver)
+        }
     }
 
     private struct Entry {
@@ -28,12 +34,14 @@ final class LiveProviderClients {
         var client: Result<PushProvider, PushError>
     }
 
+    private let providers: ProviderTable
     private let settings: Settings
     private var entries: [UUID: [CredentialKind: Entry]] = [:]
     /// Clients built since start (tests check reuse).
     private(set) var built = 0
 
-    init(settings: Settings) {
+    init(providers: ProviderTable, settings: Settings) {
+        self.providers = providers
         self.settings = settings
     }
 
@@ -44,7 +52,11 @@ final class LiveProviderClients {
         let result: Result<PushProvider, PushError>
         do {
             guard let set = try open() else { throw PushError(.credentialsInvalid, "\(summary.kind.rawValue) set removed") }
-            result = .success(try build(set))
+            guard let provider = providers.provider(for: set.summary.kind) else {
+                throw PushError(.providerError, "\(summary.kind.rawValue.prefix(40)) is not a provider of this release")
+            }
+            result = .success(try provider.makeClient(ProviderCredentials(identifiers: set.summary.identifiers, secret: set.secret),
+                                                      settings.settings(set.summary.kind)))
             built += 1
         } catch let e as PushError {
             result = .failure(e)
@@ -60,35 +72,6 @@ final class LiveProviderClients {
     /// Forgets the clients of sets that no longer exist.
     func retain(appID: UUID, kinds: Set<CredentialKind>) {
         entries[appID] = entries[appID]?.filter { kinds.contains($0.key) }
-    }
-
-    private func build(_ set: CredentialSet) throws -> PushProvider {
-        let ids = set.summary.identifiers
-        var http = HTTPClientConfiguration(caFile: settings.caFile)
-        http.transport = settings.transport
-        switch set.summary.kind {
-        case .apns:
-            var c = APNsClient.Configuration(teamId: ids["team_id"] ?? "", keyId: ids["key_id"] ?? "", topic: ids["topic"] ?? "")
-            if let url = ids["apns_base_url_production"] { c.productionBaseURL = url }
-            if let url = ids["apns_base_url_sandbox"] { c.sandboxBaseURL = url }
-            c.requestTimeoutMillis = settings.apnsRequestTimeoutMillis
-            c.http = http
-            return try APNsClient.make(configuration: c, privateKeyPEM: String(decoding: set.secret, as: UTF8.self),
-                                       tokenCache: settings.apnsTokenCache)
-        case .fcm:
-            let account = try FCMServiceAccount.parse(json: set.secret)
-            var c = FCMClient.Configuration()
-            if let url = ids["fcm_base_url"] { c.baseURL = url }
-            c.tokenURLOverride = ids["fcm_token_uri"]
-            c.requestTimeoutMillis = settings.fcmRequestTimeoutMillis
-            c.http = http
-            return try FCMClient.make(account: account, configuration: c, tokenCache: settings.fcmTokenCache)
-        case .webpush:
-            guard let factory = settings.webPush else { throw PushError(.providerError, "webpush not configured") }
-            return try factory(set, http)
-        case .twilio:
-            throw PushError(.providerError, "twilio is an SMS provider, not a push provider")
-        }
     }
 
     /// An error's code only (client errors carry codes; never key material).

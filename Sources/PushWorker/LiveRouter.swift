@@ -6,13 +6,12 @@ import PushProviders
 import PushStore
 
 /// The production router (R-MODE-2, R-APP-3, R-APP-4): test mode goes to the simulator; live mode
-/// goes by platform to the app's APNs / FCM client (Web Push once a `WebPushClientFactory` is given),
-/// each built from the app's credential set and kept across batches until the set is replaced.
-/// Credential states come from `push_credentials`: a set that is missing or `invalid` makes its
-/// platform unusable (the planner fails those deliveries `CREDENTIALS_INVALID` without a call); a
-/// set with a first acceptance is verified (R-PRV-2 blame).
-///
-/// The router has its own database connection, separate from the worker's queue connection.
+/// goes by platform to the provider of the table (`ProviderTable`) and the app's client of that
+/// provider, built from the app's credential set and kept across batches until the set is replaced.
+/// Credential states come from a `CredentialSource` (`push_credentials` through its own connection
+/// in production): a set that is missing or `invalid` makes its platform unusable (the planner fails
+/// those deliveries `CREDENTIALS_INVALID` without a call); a set with a first acceptance is
+/// verified (R-PRV-2 blame).
 public final class LiveRouter: ProviderRouter, @unchecked Sendable {
     /// Router settings; every field has a production default.
     public struct Configuration {
@@ -22,8 +21,12 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         public var apnsRequestTimeoutMillis: Int = 10_000
         /// FCM per-request deadline, milliseconds (default 10 000).
         public var fcmRequestTimeoutMillis: Int = 10_000
-        /// Builds Web Push clients (issue 7); nil = web deliveries answer "webpush not configured".
-        public var webPush: WebPushClientFactory?
+        /// Tests only: Web Push may reach a fake on 127.0.0.1 (never set in production).
+        public var allowLoopback = false
+        /// The Web Push send-time guard's host lookup (tests map names to addresses).
+        public var resolver: WebPushResolver = SystemWebPushResolver()
+        /// The providers served.
+        public var providers: ProviderTable = .standard
         /// The HTTP/2 client of APNs and FCM (`PUSHFLEET_PROVIDER_HTTP_CLIENT`): `nghttp2` (the default)
         /// or `libcurl` (the fallback). Web Push always uses libcurl.
         public var providerTransport: HTTPTransportKind = .nghttp2
@@ -31,30 +34,40 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         public init(caFile: String? = nil) { self.caFile = caFile }
     }
 
-    private let openConnection: () throws -> PGConnection
-    private let keys: CredentialKeys?
+    private let credentials: CredentialSource
+    private let providers: ProviderTable
     private let clients: LiveProviderClients
     private let log: Log
     private let lock = NSLock()
-    private var connection: PGConnection?
     private var lastStates: [UUID: [CredentialSummary]] = [:]
 
     /// - Parameters:
-    ///   - keys: credential sealing keys; nil = no live set can be opened (every live platform unusable).
+    ///   - credentials: where credential sets are read.
     ///   - apnsTokenCache: where APNs JWTs live; `PGProviderTokenCache` shares one per signing key across the fleet.
     ///   - fcmTokenCache: where FCM access tokens live (process-local by default: not written to the database),
     ///     one per service-account key (`FCMClient.tokenCacheKey`).
-    ///   - openConnection: opens the router's own connection (again after a failure).
-    public init(keys: CredentialKeys?, configuration: Configuration = Configuration(),
+    public init(credentials: CredentialSource, configuration: Configuration = Configuration(),
                 apnsTokenCache: ProviderTokenCache, fcmTokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
-                log: Log = .shared, openConnection: @escaping () throws -> PGConnection) {
-        self.keys = keys
-        self.openConnection = openConnection
+                log: Log = .shared) {
+        self.credentials = credentials
+        self.providers = configuration.providers
         self.log = log
-        self.clients = LiveProviderClients(settings: .init(
-            caFile: configuration.caFile, apnsRequestTimeoutMillis: configuration.apnsRequestTimeoutMillis,
-            fcmRequestTimeoutMillis: configuration.fcmRequestTimeoutMillis, apnsTokenCache: apnsTokenCache,
-            fcmTokenCache: fcmTokenCache, webPush: configuration.webPush, transport: configuration.providerTransport))
+        self.clients = LiveProviderClients(providers: configuration.providers, settings: .init(
+            caFile: configuration.caFile,
+            requestTimeoutMillis: [.apns: configuration.apnsRequestTimeoutMillis, .fcm: configuration.fcmRequestTimeoutMillis],
+            tokenCaches: [.apns: apnsTokenCache, .fcm: fcmTokenCache],
+            allowLoopback: configuration.allowLoopback, resolver: configuration.resolver,
+            transport: configuration.providerTransport))
+    }
+
+    /// A router reading credential sets from PostgreSQL through `openConnection` (its own
+    /// connection, separate from the worker's queue session), secrets opened with `keys` (nil:
+    /// every live platform unusable).
+    public convenience init(keys: CredentialKeys?, configuration: Configuration = Configuration(),
+                            apnsTokenCache: ProviderTokenCache, fcmTokenCache: ProviderTokenCache = InMemoryProviderTokenCache(),
+                            log: Log = .shared, openConnection: @escaping () throws -> PGConnection) {
+        self.init(credentials: PGCredentialSource(keys: keys, openConnection: openConnection), configuration: configuration,
+                  apnsTokenCache: apnsTokenCache, fcmTokenCache: fcmTokenCache, log: log)
     }
 
     /// The router `pushfleet worker` runs: keys from `PUSHFLEET_CREDENTIALS_KEY` (and `_PREVIOUS`), CA file
@@ -76,7 +89,7 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         var configuration = Configuration(caFile: ca)
         configuration.providerTransport = try providerTransport(environment)
         // Tests only: let Web Push reach a fake on 127.0.0.1 (never set in production).
-        configuration.webPush = LiveRouter.webPushFactory(allowLoopback: environment["PUSHFLEET_WEBPUSH_ALLOW_LOOPBACK"] == "1")
+        configuration.allowLoopback = environment["PUSHFLEET_WEBPUSH_ALLOW_LOOPBACK"] == "1"
         // Without keys no live set opens, so no APNs client is ever built: nothing to share.
         let apnsTokens: ProviderTokenCache = keys.map { PGProviderTokenCache(keys: $0, log: log, openConnection: open) }
             ?? InMemoryProviderTokenCache()
@@ -93,86 +106,76 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         return kind
     }
 
-    /// Builds the Web Push client of a VAPID set (RFC 8292): its key pair from the sealed PEM, its
-    /// `subject` from the set's config. `allowLoopback` lets tests reach a fake on 127.0.0.1;
-    /// `resolver` is the send-time guard's host lookup (tests map names to addresses).
-    public static func webPushFactory(allowLoopback: Bool = false,
-                                      resolver: WebPushResolver = SystemWebPushResolver()) -> WebPushClientFactory {
-        return { set, http in
-            var c = WebPushClient.Configuration(subject: set.summary.identifiers["subject"] ?? "")
-            c.allowLoopback = allowLoopback
-            c.http = http
-            return try WebPushClient.make(keys: try VAPIDKeys(privateKeyPEM: String(decoding: set.secret, as: UTF8.self)),
-                                          configuration: c, resolver: resolver)
-        }
-    }
-
     /// Provider clients built since start (one per app and kind, unless a set was replaced).
     public var clientsBuilt: Int { lock.withLock { clients.built } }
 
     // MARK: - ProviderRouter
 
     /// Unusable: platforms whose set is missing or `invalid` (all, without keys); verified: sets with a
-    /// first acceptance (R-APP-3). Reads the database once; a failed read is retried on a fresh connection.
-    /// - Throws: `PGError` when the database stays unreachable.
+    /// first acceptance (R-APP-3). Reads the credential source once.
+    /// - Throws: the source's error when it stays unreachable.
     public func credentialStates(appID: UUID) throws -> CredentialStates {
         let summaries = try lock.withLock { try readStates(appID: appID) }
-        var states = CredentialStates(unusable: Set(Platform.allCases), verified: [])
-        guard keys != nil else { return states }
+        var states = CredentialStates(unusable: providers.platforms, verified: [])
+        guard credentials.canOpenSecrets else { return states }
         for s in summaries {
-            guard let platform = s.kind.platform else { continue }   // an SMS provider's set
+            guard let platform = providers.provider(for: s.kind)?.platform else { continue }
             if s.state != .invalid { states.unusable.remove(platform) }
             if s.isVerified { states.verified.insert(platform) }
         }
         return states
     }
 
-    /// Test mode: the simulator. Live mode: one concurrent batch per platform to the app's client.
+    /// Test mode: the simulator. Live mode: one concurrent batch per provider to the app's client.
     public func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
         if mode == .test { return pushes.map(SimulatorOnlyRouter.simulate) }
-        var groups: [(platform: Platform, kind: CredentialKind, indices: [Int], client: Result<PushProvider, PushError>)] = []
+        var groups: [(provider: ProviderDescriptor, indices: [Int], client: Result<PushProvider, PushError>)] = []
+        var unserved: [Int] = []
         lock.withLock {
             let summaries = lastStates[appID] ?? ((try? readStates(appID: appID)) ?? [])
-            for platform in Platform.allCases {
-                let kind = CredentialKind(platform: platform)
-                let indices = pushes.indices.filter { pushes[$0].platform == platform }
-                if indices.isEmpty { continue }
+            var byKind: [CredentialKind: [Int]] = [:]
+            for i in pushes.indices {
+                guard let kind = providers.provider(for: pushes[i].platform)?.credentialKind else { unserved.append(i); continue }
+                byKind[kind, default: []].append(i)
+            }
+            for provider in providers.descriptors {
+                guard let indices = byKind[provider.credentialKind] else { continue }
+                let kind = provider.credentialKind
                 guard let summary = summaries.first(where: { $0.kind == kind }) else {
-                    groups.append((platform, kind, indices, .failure(PushError(.credentialsInvalid, "no \(kind.rawValue) set"))))
+                    groups.append((provider, indices, .failure(PushError(.credentialsInvalid, "no \(kind.rawValue) set"))))
                     continue
                 }
-                groups.append((platform, kind, indices,
-                               clients.client(for: summary) { try self.loadSet(appID: appID, kind: kind) }))
+                groups.append((provider, indices, clients.client(for: summary) { try self.loadSet(appID: appID, kind: kind) }))
             }
         }
         var answers = [(ProviderKind, ProviderAnswer)?](repeating: nil, count: pushes.count)
         let answersLock = NSLock()
         DispatchQueue.concurrentPerform(iterations: groups.count) { g in
             let group = groups[g]
-            let provider = Self.providerKind(group.platform)
             let result: [ProviderAnswer]
             switch group.client {
             case .success(let client):
                 result = client.send(group.indices.map { Self.request(pushes[$0], index: $0) })
             case .failure(let error):
-                log.warn("live.client_unavailable", ["app_id": appID.uuidString.lowercased(), "kind": group.kind.rawValue,
-                                                      "error": error.code.rawValue])
+                log.warn("live.client_unavailable", ["app_id": appID.uuidString.lowercased(),
+                                                      "kind": group.provider.credentialKind.rawValue, "error": error.code.rawValue])
                 result = group.indices.map { _ in
-                    ProviderAnswer(transport: .notSent, rawDetail: "\(group.kind.rawValue) client unavailable: \(error.message)")
+                    ProviderAnswer(transport: .notSent,
+                                   rawDetail: "\(group.provider.credentialKind.rawValue) client unavailable: \(error.message)")
                 }
             }
             answersLock.withLock {
-                for (slot, answer) in zip(group.indices, result) { answers[slot] = (provider, answer) }
+                for (slot, answer) in zip(group.indices, result) { answers[slot] = (group.provider.label, answer) }
             }
         }
+        for i in unserved { answers[i] = (.simulator, ProviderAnswer(transport: .notSent, rawDetail: "no provider for the platform")) }
         return answers.map { $0 ?? (.simulator, ProviderAnswer(transport: .notSent, rawDetail: "no answer from provider")) }
     }
 
     // MARK: - Mapping
 
     /// The provider request for one push: `apns-id` lower-case and stable across attempts, priority,
-    /// `apns-expiration`, collapse id, FCM/Web Push body as built (Apple's "Sending notification
-    /// requests to APNs"; Firebase's "REST Resource: projects.messages").
+    /// `apns-expiration`, collapse id, FCM/Web Push body as built.
     public static func request(_ p: OutboundPush, index: Int) -> ProviderRequest {
         ProviderRequest(deliveryId: Int64(index), deviceToken: p.token, apnsEnvironment: p.apnsEnvironment ?? .production,
                         payload: p.body, priority: p.priority, pushType: p.pushType, expirationUnixSeconds: p.apnsExpiration,
@@ -180,37 +183,16 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
                         ttlSeconds: Int64(p.secondsLeft))
     }
 
-    static func providerKind(_ platform: Platform) -> ProviderKind {
-        switch platform {
-        case .ios: return .apns
-        case .android: return .fcm
-        case .web: return .webpush
-        }
-    }
-
-    // MARK: - Database (called under `lock`)
+    // MARK: - Credentials (called under `lock`)
 
     private func readStates(appID: UUID) throws -> [CredentialSummary] {
-        let summaries: [CredentialSummary]
-        do {
-            summaries = try CredentialStore(connection: try ensureConnection(), keys: keys).states(appID: appID)
-        } catch is PGError {
-            connection = nil
-            summaries = try CredentialStore(connection: try ensureConnection(), keys: keys).states(appID: appID)
-        }
+        let summaries = try credentials.states(appID: appID)
         lastStates[appID] = summaries
         clients.retain(appID: appID, kinds: Set(summaries.map(\.kind)))
         return summaries
     }
 
     private func loadSet(appID: UUID, kind: CredentialKind) throws -> CredentialSet? {
-        try CredentialStore(connection: try ensureConnection(), keys: keys).load(appID: appID).first { $0.summary.kind == kind }
-    }
-
-    private func ensureConnection() throws -> PGConnection {
-        if let c = connection, c.isHealthy { return c }
-        let c = try openConnection()
-        connection = c
-        return c
+        try credentials.load(appID: appID).first { $0.summary.kind == kind }
     }
 }

@@ -76,7 +76,11 @@ public final class Maintainer {
 
     /// One maintenance pass on `connection` at `now`; does nothing unless this session gets the lock.
     public func runOnce(connection: PGConnection, now: Date = Date()) throws -> RunResult {
-        let store = MaintenanceStore(connection: connection)
+        try runOnce(store: MaintenanceStore(connection: connection), now: now)
+    }
+
+    /// One maintenance pass through `store` at `now`; does nothing unless its session gets the lock.
+    public func runOnce(store: MaintenanceStore, now: Date = Date()) throws -> RunResult {
         let result = try store.withMaintenanceLock { () -> RunResult in
             var r = RunResult(ranLeader: true)
             r.jobs = try drain { try store.pruneFinishedJobs(olderThan: now - config.finishedJobRetention, limit: $0) }

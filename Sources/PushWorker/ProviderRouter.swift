@@ -55,16 +55,17 @@ public final class SimulatorOnlyRouter: ProviderRouter {
     public init() {}
 
     public func credentialStates(appID: UUID) throws -> CredentialStates {
-        CredentialStates(unusable: Set(Platform.allCases), verified: [])
+        CredentialStates(unusable: ProviderTable.standard.platforms, verified: [])
     }
 
     public func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
         pushes.map { Self.simulate($0) }
     }
 
-    /// The simulator's answer for one push (web devices answer by the endpoint's last path segment).
+    /// The simulator's answer for one push (a device addressed by an endpoint URL, which a token
+    /// never is, answers by the endpoint's last path segment).
     public static func simulate(_ p: OutboundPush) -> (ProviderKind, ProviderAnswer) {
-        let token = p.platform == .web ? String(p.token.split(separator: "/").last ?? "") : p.token
+        let token = p.token.contains("/") ? String(p.token.split(separator: "/").last ?? "") : p.token
         return (.simulator, Simulator.answer(token: token, previousAttempts: p.previousAttempts,
                                              messageID: p.apnsID.uuidString.lowercased()))
     }

@@ -7,10 +7,10 @@ import PushStore
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
     /// The schema version this build needs: sql/0012_sms_fallback is the newest migration it uses
-    /// (the SMS dispatcher's functions, on sql/0009_webhooks's leased outbox, which the webhook
-    /// dispatcher and retention use too); sql/0011_push_kinds gives the kind columns its claim
-    /// reads; sql/0007 seals provider tokens; sql/0006's queue functions take their locks in the
-    /// order of sql/LOCK_ORDER.md.
+    /// (the SMS dispatcher's functions, on sql/0009_webhooks's leased outbox); sql/0011_push_kinds
+    /// gives the kind columns its claim reads; sql/0010_typed_record the queue functions answering
+    /// per job (their locks in the order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook
+    /// dispatcher and retention deleting events with their outbox rows; sql/0007 seals provider tokens.
     public static let requiredSchemaVersion = 12
 
     /// Why a database is not fit for work.
@@ -36,7 +36,7 @@ public final class ReadinessGate {
     private let log: Log
     private let requiredVersion: Int
     private let interval: Double
-    private weak var probed: PGConnection?
+    private weak var probed: AnyObject?
     private var probedAt = Date.distantPast
     private var verdict: Verdict?
 
@@ -51,13 +51,13 @@ public final class ReadinessGate {
         self.interval = interval
     }
 
-    /// Probes `conn` when it is new or the last probe is older than `interval`; returns whether
-    /// work may be claimed. - Throws: `PGError` when the probe's reads fail (connection broken).
-    public func admit(_ conn: PGConnection, now: Date = Date()) throws -> Bool {
-        if probed !== conn || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
-            let health = try HealthStore(connection: conn).healthProbe()
+    /// Probes `store` when it is a new session or the last probe is older than `interval`; returns
+    /// whether work may be claimed. - Throws: the store's error when the probe fails (connection broken).
+    public func admit(_ store: QueueStore, now: Date = Date()) throws -> Bool {
+        if probed !== store || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
+            let health = try store.healthProbe()
             record(Self.verdict(health, requiredVersion: requiredVersion))
-            probed = conn
+            probed = store
             probedAt = now
         }
         return verdict == .ready

@@ -311,7 +311,9 @@ public final class SMSDispatcher: @unchecked Sendable {
 
     private func ensureConnection() throws -> PGConnection {
         if let c = connection, c.isHealthy { return c }
-        let c = try Worker.open(databaseURL, statementTimeout: 15_000, lockTimeout: 5_000)
+        let c = try PGConnection.connect(databaseURL)
+        try c.setStatementTimeout(milliseconds: 15_000)
+        try c.setLockTimeout(milliseconds: 5_000)
         try c.listen("pushfleet_sms")
         connection = c
         return c

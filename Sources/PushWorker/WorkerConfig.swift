@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import PushProviders
 
 /// A worker's settings, with defaults suited to one process on a small machine.
 public struct WorkerConfig: Sendable {
@@ -35,6 +36,10 @@ public struct WorkerConfig: Sendable {
     public var statsInterval: Double
     /// Per-delivery retry policy (R-SEND-12).
     public var retryPolicy: RetryPolicy
+    /// When a job that failed as a whole runs again (the store's undecodable rows too).
+    public var jobRetryPolicy: JobRetryPolicy = .default
+    /// The providers served (payload writers, answer rules, credential kinds, labels).
+    public var providers: ProviderTable = .standard
     /// After SIGTERM: how long in-flight work may take before the worker exits (default 25 s).
     public var drainSeconds: Double
     /// Statement timeout for every query, milliseconds (default 15,000), and lock timeout (5,000).

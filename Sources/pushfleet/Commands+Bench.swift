@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PushBench
 import PushCore
 import PushCrypto
 import PushProviders
@@ -100,7 +101,7 @@ enum BenchCommands {
         let content = NotificationContent(title: "Your order shipped", body: "Order 1234 is on its way",
                                           data: try JSONParser.parseDataObject(#"{"order":"1234"}"#), badge: 1)
         let planner = DeliveryPlanner(content: content, placeholders: AppPlaceholders(title: "New message", body: ""),
-                                      requireEncryption: false, mode: .test)
+                                      requireEncryption: false, mode: .test, platforms: ProviderTable.standard.planning)
         let key = try P256PrivateKey.generate().publicKey
         let plain = DeviceSnapshot(platform: "ios", token: String(repeating: "ab", count: 32), apnsEnvironment: .production)
         let sealedDevice = DeviceSnapshot(platform: "ios", token: plain.token, apnsEnvironment: .production,

@@ -1,4 +1,5 @@
 import Foundation
+import PushBench
 import PushCore
 import PushProviders
 

@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import PushProviders
 import PushStore
 
 /// `pushfleet apps credentials ...` (R-APP-3): set, show, remove, rotate-key. Secrets are read from
@@ -58,7 +59,8 @@ extension Commands {
             let appID = try appID(args, position: 3)
             let store = CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment(env))
             let kindText = try args.required("kind")
-            guard let kind = CredentialKind(rawValue: kindText), kind != .webpush else {
+            let kind = CredentialKind(rawValue: kindText)
+            guard kind == .apns || kind == .fcm || kind == .twilio else {
                 throw PushError(.validationError, "kind: must be apns, fcm or twilio")
             }
             var config: [String: String] = [:]
@@ -96,8 +98,10 @@ extension Commands {
             out.emit(views) { views.isEmpty ? "no credential sets" : views.map(\.line).joined(separator: "\n") }
         case "remove":
             let appID = try appID(args, position: 3)
-            guard let kind = CredentialKind(rawValue: try args.required("kind")) else {
-                throw PushError(.validationError, "kind: must be apns, fcm, webpush or twilio")
+            let kinds = ProviderTable.standard.credentialKinds + CredentialKind.sms.sorted { $0.rawValue < $1.rawValue }
+            let kind = CredentialKind(rawValue: try args.required("kind"))
+            guard kinds.contains(kind) else {
+                throw PushError(.validationError, "kind: must be \(kinds.map(\.rawValue).joined(separator: ", "))")
             }
             guard try CredentialStore(connection: try connect(), keys: nil).remove(appID: appID, kind: kind) else {
                 throw PushError(.notFound, "no \(kind.rawValue) set for app \(appID.uuidString.lowercased())")

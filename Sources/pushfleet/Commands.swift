@@ -96,7 +96,7 @@ enum Commands {
                     Thread.sleep(forTimeInterval: 0.3)
                     do {
                         if conn == nil { conn = try PGConnection.connect(url) }
-                        let s = try QueueStore(connection: conn!).queueStats()
+                        let s = try PGQueueStore(connection: conn!).queueStats()
                         let sms = worker.smsDispatcher == nil ? 0 : try SMSStore(connection: conn!).openCount()
                         let hooks = try WebhookDispatchStore(connection: conn!, keys: nil).dueOrRunning()
                         idle = (s.available == 0 && s.running == 0 && sms == 0 && hooks == 0) ? idle + 1 : 0
@@ -113,7 +113,7 @@ enum Commands {
     // MARK: - stats and jobs
 
     static func stats(_ args: Arguments, _ out: Output) throws {
-        let store = QueueStore(connection: try connect())
+        let store = PGQueueStore(connection: try connect())
         let interval = args.value("interval").flatMap(Double.init) ?? 1
         repeat {
             let s = try store.queueStats()
@@ -128,21 +128,20 @@ enum Commands {
     static func jobs(_ sub: String, _ args: Arguments, _ out: Output) throws {
         switch sub {
         case "list":
-            let states = ["available", "running", "completed", "discarded", "cancelled"]
-            let state = try args.required("state")
-            guard states.contains(state) else {
-                throw CLIError.usage("--state must be one of \(states.joined(separator: ", ")), got \(state.prefix(40))")
+            let text = try args.required("state")
+            guard let state = JobState(rawValue: text) else {
+                throw CLIError.usage("--state must be one of \(JobState.allCases.map(\.rawValue).joined(separator: ", ")), got \(text.prefix(40))")
             }
             let limit = try args.int("limit", in: 1...10_000) ?? 100
-            let list = try QueueStore(connection: try connect()).jobList(state: state, limit: limit)
+            let list = try PGQueueStore(connection: try connect()).jobList(state: state, limit: limit)
             out.emit(list) {
-                list.isEmpty ? "no \(state) jobs" : list.map {
-                    "\($0.id)  \($0.kind)  notification=\($0.notificationID.uuidString.lowercased())  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")"
+                list.isEmpty ? "no \(state.rawValue) jobs" : list.map {
+                    "\($0.id)  \($0.kind.rawValue)  notification=\($0.notificationID.uuidString.lowercased())  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")"
                 }.joined(separator: "\n")
             }
         case "retry":
             guard args.positional.count > 2, let id = Int64(args.positional[2]) else { throw CLIError.usage("give the job id") }
-            guard try QueueStore(connection: try connect()).jobRetry(id: id) else { throw PushError(.notFound, "no discarded job \(id)") }
+            guard try PGQueueStore(connection: try connect()).jobRetry(id: id) else { throw PushError(.notFound, "no discarded job \(id)") }
             out.emit(RetryOutput(retried: id)) { "job \(id) is available again" }
         default:
             throw CLIError.usage("jobs \(sub.prefix(20)): unknown")

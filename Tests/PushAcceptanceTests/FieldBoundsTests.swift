@@ -207,8 +207,9 @@ final class FieldBoundsTests: AcceptanceTestCase {
             do {
                 _ = try conn.exec("""
                     SELECT * FROM push_register_device_v2($1::uuid, 'test', $2::text, $3::text, NULL, NULL, NULL, $4::text,
-                                                          $5::text, 'keep', NULL, NULL)
-                    """, [.uuid(app), .text(platform), token.map(PGValue.text), .text(user), env.map(PGValue.text)])
+                                                          $5::text, 'keep', NULL, NULL, $6::bigint, $7::int)
+                    """, [.uuid(app), .text(platform), token.map(PGValue.text), .text(user), env.map(PGValue.text),
+                          .int64(DeviceLimits.perApp(.test)), .int(DeviceLimits.perUser)])
                 return nil
             } catch let e as PGError { return StoreErrors.domainError(e)?.field ?? "raw: \(e)" } catch { return "\(error)" }
         }

@@ -1,4 +1,6 @@
 import XCTest
+import PushProviders
+import PushTestSupport
 @testable import PushCore
 
 /// The send-time policy matrix (R-SEND-3..5, R-SEND-11, R-APP-4, R-MODE-2) and plaintext shapes (R-PLAIN-1/2).
@@ -8,7 +10,7 @@ final class DeliveryPlannerTests: XCTestCase {
                                               badge: 2, sound: "ping", threadId: "th", collapseKey: "ck", priority: .normal)
 
     private func device(_ platform: String, key: Bool) -> DeviceSnapshot {
-        DeviceSnapshot(platform: platform, token: "tok-\(platform)", apnsEnvironment: platform == "ios" ? .sandbox : nil,
+        DeviceSnapshot(platform: Platform(rawValue: platform), token: "tok-\(platform)", apnsEnvironment: platform == "ios" ? .sandbox : nil,
                        publicKey: key ? sampleKey : nil, kid: key ? sampleKid : nil)
     }
 
@@ -16,7 +18,7 @@ final class DeliveryPlannerTests: XCTestCase {
 
     private func classify(_ decision: PlanDecision) -> Expect {
         switch decision {
-        case .refuse(let error, _): return .refused(error.code)
+        case .refuse(let error): return .refused(error.code)
         case .send(let planned):
             switch planned.body {
             case .sealed: return .encrypted
@@ -48,7 +50,10 @@ final class DeliveryPlannerTests: XCTestCase {
                 XCTAssertEqual(planned.collapseKey, "ck")
                 XCTAssertEqual(planned.token, "tok-\(row.platform)")
             }
-            if case .refuse(_, let refund) = decision { XCTAssertTrue(refund, "R-SEND-5: refunded, never charged") }
+            if case .refuse(let error) = decision {
+                XCTAssertEqual(LedgerRule.action(for: .failed(error.code), chargedAtAcceptance: true), .refund,
+                               "R-SEND-5: refunded, never charged")
+            }
         }
     }
 
@@ -97,7 +102,7 @@ final class DeliveryPlannerTests: XCTestCase {
     func testPlaintextIOSPayloadShape() {
         guard case .send(let planned) = DeliveryPlanner.plan(content: content, placeholders: AppPlaceholders(),
                                                              requireEncryption: false, mode: .live, device: device("ios", key: false)),
-              case .plaintext(.apns(let body)) = planned.body else { return XCTFail("not plaintext APNs") }
+              case .plaintext(.body(let body)) = planned.body else { return XCTFail("not plaintext APNs") }
         XCTAssertEqual(body.text, #"{"aps":{"alert":{"title":"Hello","body":"World"},"badge":2,"sound":"ping","thread-id":"th"},"data":{"order":"42","n":7}}"#)
         XCTAssertEqual(planned.apnsEnvironment, .sandbox)
     }
@@ -150,7 +155,7 @@ final class DeliveryPlannerTests: XCTestCase {
                                       requireEncryption: false, mode: .live)
         guard case .send(let planned) = planner.plan(device("ios", key: true)),
               case .sealed(let plaintext, let template) = planned.body,
-              case .apns(let body) = try template.render(envelope: fakeEnvelope(plaintextLength: plaintext.count)) else {
+              case .body(let body) = try template.render(envelope: fakeEnvelope(plaintextLength: plaintext.count)) else {
             return XCTFail("not sealed APNs")
         }
         let prefix = #"{"aps":{"alert":{"title":"Ping","body":"Open the app"},"mutable-content":1,"badge":2,"sound":"ping","thread-id":"th"},"hk":{"v":2,"kid":"cHRL-UfvREIeEx3Q","enc":""#

@@ -1,5 +1,8 @@
 import XCTest
+import PushProviders
+import PushTestSupport
 import PushCore
+import PushProviders
 import PushCrypto
 
 /// R-DEV-1, R-DEV-3, R-DEV-4: every field of a registration is validated before it reaches the
@@ -19,7 +22,7 @@ final class DeviceRegistrationTests: XCTestCase {
     private func ios(token: String? = "tok_1", userID: String = "u1", env: String? = "sandbox",
                      key: String?? = .none, mode: String = "live") throws -> DeviceRegistration {
         try DeviceRegistration.validate(mode: mode, platform: "ios", token: token, userID: userID,
-                                        apnsEnvironment: env, encryptionPublicKey: key)
+                                        apnsEnvironment: env, encryptionPublicKey: key, platforms: ProviderTable.standard.addressing)
     }
 
     private func web(endpoint: String? = nil, p256dh: String? = nil, auth: String? = nil, token: String? = nil,
@@ -28,7 +31,7 @@ final class DeviceRegistrationTests: XCTestCase {
                                         apnsEnvironment: nil, encryptionPublicKey: key,
                                         subscriptionEndpoint: endpoint ?? self.endpoint,
                                         subscriptionP256dh: p256dh ?? browserKey.base64URL,
-                                        subscriptionAuth: auth ?? self.auth, allowLoopbackEndpoints: allowLoopback)
+                                        subscriptionAuth: auth ?? self.auth, platforms: ProviderTable.standard.addressing, allowLoopbackEndpoints: allowLoopback)
     }
 
     /// Asserts `body` throws `PushError(VALIDATION_ERROR)` whose message starts with `field:`.
@@ -90,7 +93,7 @@ final class DeviceRegistrationTests: XCTestCase {
         for bad in ["", "IOS", "windows", "huawei"] {
             assertRefused("platform") {
                 try DeviceRegistration.validate(mode: "live", platform: bad, token: "t", userID: "u",
-                                                apnsEnvironment: nil, encryptionPublicKey: .none)
+                                                apnsEnvironment: nil, encryptionPublicKey: .none, platforms: ProviderTable.standard.addressing)
             }
         }
     }
@@ -109,18 +112,18 @@ final class DeviceRegistrationTests: XCTestCase {
 
     func testRDEV1APNsEnvironmentIsRefusedOnAndroidAndWeb() throws {
         let android = try DeviceRegistration.validate(mode: "live", platform: "android", token: "fcm:tok",
-                                                      userID: "u", apnsEnvironment: nil, encryptionPublicKey: .none)
+                                                      userID: "u", apnsEnvironment: nil, encryptionPublicKey: .none, platforms: ProviderTable.standard.addressing)
         XCTAssertNil(android.apnsEnvironment)
         XCTAssertEqual(android.platform, .android)
         assertRefused("apns_environment") {
             try DeviceRegistration.validate(mode: "live", platform: "android", token: "fcm:tok", userID: "u",
-                                            apnsEnvironment: "sandbox", encryptionPublicKey: .none)
+                                            apnsEnvironment: "sandbox", encryptionPublicKey: .none, platforms: ProviderTable.standard.addressing)
         }
         assertRefused("apns_environment") {
             try DeviceRegistration.validate(mode: "live", platform: "web", token: nil, userID: "u",
                                             apnsEnvironment: "production", encryptionPublicKey: .none,
                                             subscriptionEndpoint: endpoint, subscriptionP256dh: browserKey.base64URL,
-                                            subscriptionAuth: auth)
+                                            subscriptionAuth: auth, platforms: ProviderTable.standard.addressing)
         }
     }
 
@@ -128,7 +131,7 @@ final class DeviceRegistrationTests: XCTestCase {
         assertRefused("subscription") {
             try DeviceRegistration.validate(mode: "live", platform: "android", token: "t", userID: "u",
                                             apnsEnvironment: nil, encryptionPublicKey: .none,
-                                            subscriptionEndpoint: endpoint)
+                                            subscriptionEndpoint: endpoint, platforms: ProviderTable.standard.addressing)
         }
     }
 
@@ -203,7 +206,7 @@ final class DeviceRegistrationTests: XCTestCase {
             try DeviceRegistration.validate(mode: "test", platform: "web", token: nil, userID: "u",
                                             apnsEnvironment: nil, encryptionPublicKey: .none,
                                             subscriptionEndpoint: endpoint, subscriptionP256dh: nil,
-                                            subscriptionAuth: auth)
+                                            subscriptionAuth: auth, platforms: ProviderTable.standard.addressing)
         }
     }
 

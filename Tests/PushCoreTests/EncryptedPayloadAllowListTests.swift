@@ -1,4 +1,6 @@
 import XCTest
+import PushProviders
+import PushTestSupport
 @testable import PushCore
 
 /// R-ENC-7: for an encrypted delivery the provider-visible JSON has only allowed keys and
@@ -93,7 +95,7 @@ final class EncryptedPayloadAllowListTests: XCTestCase {
                         placeholders: AppPlaceholders = AppPlaceholders()) throws -> ProviderPayload {
         let content = content ?? self.content
         let planner = DeliveryPlanner(content: content, placeholders: placeholders, requireEncryption: requireEncryption, mode: .live)
-        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: platform, token: "tok", apnsEnvironment: platform == "ios" ? .sandbox : nil, publicKey: sampleKey, kid: sampleKid)),
+        guard case .send(let planned) = planner.plan(DeviceSnapshot(platform: Platform(rawValue: platform), token: "tok", apnsEnvironment: platform == "ios" ? .sandbox : nil, publicKey: sampleKey, kid: sampleKid)),
               case .sealed(let plaintext, let template) = planned.body else {
             throw PushError(.providerError, "not planned encrypted")
         }
@@ -107,7 +109,7 @@ final class EncryptedPayloadAllowListTests: XCTestCase {
         var seen = Set<String>()
         for require in [false, true] {
             for (c, p) in [(content, AppPlaceholders()), (critical, locPlaceholders), (background, locPlaceholders)] {
-                guard case .apns(let body) = try render("ios", requireEncryption: require, content: c, placeholders: p) else {
+                guard case .body(let body) = try render("ios", requireEncryption: require, content: c, placeholders: p) else {
                     return XCTFail("not APNs")
                 }
                 seen.formUnion(check(try JSONParser.parse(utf8: body), path: "", allowed: apnsAllowed))

@@ -1,4 +1,6 @@
 import XCTest
+import PushProviders
+import PushTestSupport
 @testable import PushCore
 
 /// R-SEND-7, the 4096-byte rule: sizes computed without sealing equal the built payloads, and the
@@ -67,12 +69,12 @@ final class PayloadSizeRuleTests: XCTestCase {
         }
         XCTAssertLessThanOrEqual(planned.finalSize, 4096, file: file, line: line)
         XCTAssertEqual(try builtSize(planned), planned.finalSize, file: file, line: line)
-        guard case .refuse(let error, let refund) = planner(content(titleBytes: x + 1)).plan(device) else {
+        guard case .refuse(let error) = planner(content(titleBytes: x + 1)).plan(device) else {
             return XCTFail("one content byte more was not refused", file: file, line: line)
         }
         XCTAssertEqual(error.code, .pushPayloadTooLarge, file: file, line: line)
         XCTAssertTrue(error.message.hasSuffix("cut 1 byte of content"), error.message, file: file, line: line)
-        XCTAssertTrue(refund, file: file, line: line)
+        XCTAssertEqual(LedgerRule.action(for: .failed(error.code), chargedAtAcceptance: true), .refund, file: file, line: line)
     }
 
     func testEncryptedIOSLargestFitsOneMoreByteRefusedWithCutOne() throws { try assertBoundary(iosKey) }
@@ -141,7 +143,7 @@ final class PayloadSizeRuleTests: XCTestCase {
         let placeholders = AppPlaceholders(title: String(repeating: "p", count: 4100), body: "")
         let decision = DeliveryPlanner.plan(content: NotificationContent(title: "x"), placeholders: placeholders,
                                             requireEncryption: true, mode: .live, device: iosKey)
-        guard case .refuse(let error, _) = decision else { return XCTFail("not refused") }
+        guard case .refuse(let error) = decision else { return XCTFail("not refused") }
         XCTAssertEqual(error.code, .pushPayloadTooLarge)
         XCTAssertTrue(error.message.contains("even without content"), error.message)
     }

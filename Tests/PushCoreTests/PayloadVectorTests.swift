@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import PushProviders
+import PushTestSupport
 @testable import PushCore
 import PushCrypto
 
@@ -67,7 +69,7 @@ final class PayloadVectorTests: XCTestCase {
         guard case .send(let ios) = planner.plan(DeviceSnapshot(platform: "ios", token: "t", apnsEnvironment: .sandbox, publicKey: key, kid: envelope.kid)),
               case .sealed(let plaintext, let template) = ios.body else { return XCTFail("iOS not planned encrypted") }
         XCTAssertEqual(plaintext, SealedPlaintext.bytes(for: HonkioVector.content))
-        XCTAssertEqual(try template.render(envelope: envelope), .apns(body: Array(Self.expectedAPNs.utf8)))
+        XCTAssertEqual(try template.render(envelope: envelope), .body(Array(Self.expectedAPNs.utf8)))
         XCTAssertEqual(ios.finalSize, 384)
 
         guard case .send(let android) = planner.plan(DeviceSnapshot(platform: "android", token: "t", publicKey: key, kid: envelope.kid)),

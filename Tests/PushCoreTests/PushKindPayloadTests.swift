@@ -24,7 +24,7 @@ final class PushKindPayloadTests: XCTestCase {
     private let locPlaceholders = AppPlaceholders(title: "P", body: "Q", titleLocKey: "PH_T", bodyLocKey: "PH_B")
 
     private func device(_ platform: String, key: Bool) -> DeviceSnapshot {
-        DeviceSnapshot(platform: platform, token: "tok-\(platform)", apnsEnvironment: platform == "ios" ? .sandbox : nil,
+        DeviceSnapshot(platform: Platform(rawValue: platform), token: "tok-\(platform)", apnsEnvironment: platform == "ios" ? .sandbox : nil,
                        publicKey: key ? sampleKey : nil, kid: key ? sampleKid : nil)
     }
 
@@ -277,7 +277,7 @@ final class PushKindPayloadTests: XCTestCase {
             }
             XCTAssertEqual(planned.finalSize, try built(n), label, file: file, line: line)
             let over = DeliveryPlanner(content: content(n + 1), placeholders: placeholders, requireEncryption: false, mode: .live)
-            guard case .refuse(let error, _) = over.plan(device(platform, key: key)) else {
+            guard case .refuse(let error) = over.plan(device(platform, key: key)) else {
                 XCTFail("\(label): one byte more was not refused", file: file, line: line); continue
             }
             XCTAssertEqual(error.code, .pushPayloadTooLarge, file: file, line: line)
@@ -292,11 +292,11 @@ final class PushKindPayloadTests: XCTestCase {
         for content in [alert, background] {
             let planner = DeliveryPlanner(content: content, placeholders: placeholders, requireEncryption: true, mode: .live)
             for platform in ["ios", "android"] {
-                guard case .refuse(let error, let refund) = planner.plan(device(platform, key: false)) else {
+                guard case .refuse(let error) = planner.plan(device(platform, key: false)) else {
                     XCTFail("\(content.pushType) \(platform): a keyless device was not refused"); continue
                 }
                 XCTAssertEqual(error.code, .encryptionKeyMissing)
-                XCTAssertTrue(refund)
+                XCTAssertEqual(LedgerRule.action(for: .failed(error.code), chargedAtAcceptance: true), .refund)
                 guard case .send(let planned) = planner.plan(device(platform, key: true)), case .sealed = planned.body else {
                     XCTFail("\(content.pushType) \(platform): a keyed device was not sealed"); continue
                 }

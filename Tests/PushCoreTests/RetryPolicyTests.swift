@@ -90,23 +90,18 @@ final class RetryPolicyTests: XCTestCase {
 final class ExpiryTests: XCTestCase {
     private let accepted = Date(timeIntervalSince1970: 1_800_000_000)
 
-    func testExpiresAtLaterOfAcceptedAndSendAtPlusTTL() {
-        XCTAssertEqual(Expiry.expiresAt(accepted: accepted, sendAt: nil, ttl: 60), accepted.addingTimeInterval(60))
-        XCTAssertEqual(Expiry.expiresAt(accepted: accepted, sendAt: accepted.addingTimeInterval(100), ttl: 60),
-                       accepted.addingTimeInterval(160))
-        XCTAssertEqual(Expiry.expiresAt(accepted: accepted, sendAt: accepted.addingTimeInterval(-100), ttl: 60),
-                       accepted.addingTimeInterval(60), "a send_at in the past counts from acceptance")
-    }
-
-    func testTTLDefaultsToAndIsCappedAtFourWeeks() {
-        XCTAssertEqual(Expiry(accepted: accepted, sendAt: nil, ttlSeconds: nil).ttlSeconds, 2_419_200)
-        XCTAssertEqual(Expiry(accepted: accepted, sendAt: nil, ttlSeconds: 9_999_999).ttlSeconds, 2_419_200)
-        XCTAssertEqual(Expiry(accepted: accepted, sendAt: nil, ttlSeconds: 2_419_199).ttlSeconds, 2_419_199)
-        XCTAssertEqual(Expiry(accepted: accepted, sendAt: nil, ttlSeconds: -3).ttlSeconds, 0)
+    /// The stored ttl is clamped to 0...2,419,200 s whatever the row holds (push_enqueue refuses
+    /// anything else; the formula of `expires_at` is push_expires_at's, tested in `LedgerTests`).
+    func testStoredTTLIsClampedToFourWeeks() {
+        XCTAssertEqual(Expiry(expiresAt: accepted, ttlSeconds: 9_999_999).ttlSeconds, 2_419_200)
+        XCTAssertEqual(Expiry(expiresAt: accepted, ttlSeconds: 2_419_199).ttlSeconds, 2_419_199)
+        XCTAssertEqual(Expiry(expiresAt: accepted, ttlSeconds: -3).ttlSeconds, 0)
+        XCTAssertEqual(Expiry(expiresAt: accepted.addingTimeInterval(60), ttlSeconds: 60).expiresAt,
+                       accepted.addingTimeInterval(60), "the stored instant is kept as it is")
     }
 
     func testRequestCarriesWhatIsLeft() throws {
-        let expiry = Expiry(accepted: accepted, sendAt: nil, ttlSeconds: 3600)
+        let expiry = Expiry(expiresAt: accepted.addingTimeInterval(3600), ttlSeconds: 3600)
         let left = try XCTUnwrap(expiry.request(now: accepted.addingTimeInterval(600.4), firstAttempt: false))
         XCTAssertEqual(left.secondsLeft, 2999)
         XCTAssertEqual(left.apnsExpiration, 1_800_003_600)
@@ -116,7 +111,7 @@ final class ExpiryTests: XCTestCase {
 
     /// ttl 0 = now or never: one attempt with apns-expiration 0 / TTL 0, no retry.
     func testZeroTTLIsNowOrNever() throws {
-        let expiry = Expiry(accepted: accepted, sendAt: nil, ttlSeconds: 0)
+        let expiry = Expiry(expiresAt: accepted, ttlSeconds: 0)
         XCTAssertTrue(expiry.isNowOrNever)
         let first = try XCTUnwrap(expiry.request(now: accepted.addingTimeInterval(2), firstAttempt: true))
         XCTAssertEqual(first, Expiry.RequestTTL(apnsExpiration: 0, secondsLeft: 0))

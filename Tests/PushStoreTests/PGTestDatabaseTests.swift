@@ -1,3 +1,4 @@
+import PushTestSupport
 import XCTest
 @testable import PushStore
 

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import PushTestSupport
 import PushCore
+import PushProviders
 import PushCrypto
 @testable import PushStore
 
@@ -37,7 +38,7 @@ class RegistryTestCase: PGTestCase {
     func iosDevice(_ token: String, user: String = "u1", mode: Mode = .live,
                    key: String?? = .none) throws -> DeviceRegistration {
         try DeviceRegistration.validate(mode: mode.rawValue, platform: "ios", token: token, userID: user,
-                                        apnsEnvironment: "production", encryptionPublicKey: key)
+                                        apnsEnvironment: "production", encryptionPublicKey: key, platforms: ProviderTable.standard.addressing)
     }
 
     /// A validated web registration for `endpoint`.
@@ -46,7 +47,7 @@ class RegistryTestCase: PGTestCase {
                                         apnsEnvironment: nil, encryptionPublicKey: .none,
                                         subscriptionEndpoint: endpoint,
                                         subscriptionP256dh: try P256PrivateKey.generate().publicKey.base64URL,
-                                        subscriptionAuth: Base64URL.encode([UInt8](repeating: 7, count: 16)))
+                                        subscriptionAuth: Base64URL.encode([UInt8](repeating: 7, count: 16)), platforms: ProviderTable.standard.addressing)
     }
 
     /// Registers `d` into `appID` through `registry` (or another one).

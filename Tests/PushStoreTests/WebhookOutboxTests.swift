@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import PushCore
 import PushCrypto
+import PushProviders
 import PushTestSupport
 @testable import PushStore
 
@@ -46,7 +47,8 @@ final class WebhookOutboxTests: WebhookStoreTestCase {
         let registry = DeviceRegistry(connection: conn)
         for token in (0...20).map({ "t\($0)" }) {
             _ = try registry.register(appID: appID, try DeviceRegistration.validate(
-                mode: "test", platform: "android", token: token, userID: "u", apnsEnvironment: nil, encryptionPublicKey: .none))
+                mode: "test", platform: "android", token: token, userID: "u", apnsEnvironment: nil, encryptionPublicKey: .none,
+                platforms: ProviderTable.standard.addressing))
         }
         XCTAssertEqual(try count("SELECT count(*)::int FROM push_outbox o JOIN push_events e ON e.id = o.ref_id WHERE e.payload->>'reason' = 'DEVICE_LIMIT'"), 1)
     }

@@ -9,7 +9,7 @@ import XCTest
 /// SQL functions (a partial restore with foreign keys bypassed, a hand-made INSERT). Each is set
 /// aside or refused alone with a stable code; nothing else is lost, slowed or sent, and no row
 /// takes the worker's readiness down.
-final class BadRowTests: WorkerTestCase {
+final class BadRowTests: PGWorkerTestCase {
     /// Runs `sql` with foreign keys (and other triggers) off, as a partial restore does.
     private func pastForeignKeys(_ sql: String, _ params: [PGValue?] = []) throws {
         let c = try database.connect()
@@ -55,7 +55,7 @@ final class BadRowTests: WorkerTestCase {
         let normal = try enqueue(app, users: ["u"])
         try conn.exec("UPDATE push_notifications SET sound = repeat('s', 10000000) WHERE id = $1", [.uuid(big)])
         let router = RecordingRouter()
-        let claimed = try QueueStore(connection: workerConn).jobClaimBatch(owner: "t", limit: 8, leaseSeconds: 30)
+        let claimed = try PGQueueStore(connection: workerConn).jobClaimBatch(owner: "t", limit: 8, leaseSeconds: 30)
         XCTAssertEqual(claimed.map(\.notification.id), [normal])
         let row = try conn.exec("SELECT state, last_error FROM push_jobs WHERE notification_id = $1", [.uuid(big)])
         XCTAssertEqual(try row.string(0, "state"), "discarded")
@@ -130,8 +130,8 @@ final class BadRowTests: WorkerTestCase {
         XCTAssertEqual(metrics.ready.current, 1)
         XCTAssertEqual(metrics.dbErrors.current, 0, "no db_error loop")
 
-        let store = QueueStore(connection: conn)
-        let available = try store.jobList(state: "available")
+        let store = PGQueueStore(connection: conn)
+        let available = try store.jobList(state: .available)
         XCTAssertEqual(available.count, 1)
         XCTAssertEqual(available.first?.runAt, .distantFuture)
         XCTAssertEqual(try store.queueStats().available, 1)

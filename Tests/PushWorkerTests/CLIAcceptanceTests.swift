@@ -49,7 +49,7 @@ enum CLIRun {
 /// VALIDATION_ERROR naming it (before any database is reached), the size rule's boundary holds
 /// for every payload kind through the CLI and through `push_enqueue`, replays and reused keys,
 /// and JSON types and ids.
-final class CLIAcceptanceTests: WorkerTestCase {
+final class CLIAcceptanceTests: PGWorkerTestCase {
     private let app = "00000000-0000-4000-8000-000000000001"
 
     private func send(_ extra: [String], database: String? = nil, shellWords: String = "") throws -> CLIRun.Result {
@@ -116,7 +116,7 @@ final class CLIAcceptanceTests: WorkerTestCase {
         ]
         for k in kinds {
             _ = k.platform == "web" ? try registerWeb(app, user: k.user) : try register(app, user: k.user, platform: k.platform, key: k.key)
-            let device = DeviceSnapshot(platform: k.platform, token: "t", apnsEnvironment: k.platform == "ios" ? .sandbox : nil,
+            let device = DeviceSnapshot(platform: Platform(rawValue: k.platform), token: "t", apnsEnvironment: k.platform == "ios" ? .sandbox : nil,
                                         publicKey: k.key?.publicKey.raw, kid: k.key?.publicKey.kid)
             let planner = DeliveryPlanner(content: NotificationContent(title: "x"), placeholders: AppPlaceholders(),
                                           requireEncryption: false, mode: .test)
@@ -192,5 +192,14 @@ final class CLIAcceptanceTests: WorkerTestCase {
         let delivery = try XCTUnwrap((report["deliveries"] as? [[String: Any]])?.first)
         XCTAssertEqual(delivery["device_id"] as? String, device.uuidString.lowercased())
         XCTAssertTrue((delivery["payload"] as? String)?.contains(shaped) == true, "the payload is shown as stored: \(shown.output)")
+    }
+
+    /// An unknown notification is NOT_FOUND (not a validation error), named as it was typed (lower case).
+    func testCancellingAnUnknownNotificationIsNotFound() throws {
+        let id = UUID()
+        let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
+                                       environment: ["DATABASE_URL": database.conninfo])
+        XCTAssertEqual(r.status, 1, r.output)
+        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(id.uuidString.lowercased())"), r.output)
     }
 }

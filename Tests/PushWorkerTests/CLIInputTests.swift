@@ -68,15 +68,3 @@ final class CLIInputTests: XCTestCase {
         XCTAssertTrue(version.output.contains("schema version"), version.output)
     }
 }
-
-/// The command line against a real database: an unknown notification is NOT_FOUND (not a
-/// validation error), named as it was typed (lower case).
-final class CLIDatabaseTests: WorkerTestCase {
-    func testCancellingAnUnknownNotificationIsNotFound() throws {
-        let id = UUID()
-        let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
-                                       environment: ["DATABASE_URL": database.conninfo])
-        XCTAssertEqual(r.status, 1, r.output)
-        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(id.uuidString.lowercased())"), r.output)
-    }
-}

@@ -8,7 +8,7 @@ import XCTest
 /// R-KIND-1..3 through the command line: `send`'s kind options reach the acceptance service (a
 /// background push with a title is refused before any database is reached), and `apps update`'s
 /// placeholder loc keys reach the payload an encrypted iPhone gets.
-final class CLIKindTests: WorkerTestCase {
+final class CLIKindTests: PGWorkerTestCase {
     private let anyApp = "00000000-0000-4000-8000-000000000001"
 
     func testKindOptionsAreJudgedByTheAcceptanceService() throws {

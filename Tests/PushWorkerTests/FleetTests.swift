@@ -6,7 +6,7 @@ import PushStore
 import XCTest
 
 /// Several workers on one queue, and the worker's own loop (`run`, graceful stop).
-final class FleetTests: WorkerTestCase {
+final class FleetTests: PGWorkerTestCase {
     /// DESIGN guarantees: two workers (threads, connections) draining one split audience with
     /// retries in it end every (notification, device) with exactly one final delivery; a device the
     /// simulator accepts at once is handed to a provider exactly once; the ledger holds at most one

@@ -35,7 +35,7 @@ final class LiveAPNsTests: LiveTestCase {
         try setAPNs()
         let d = try device("unregistered")
         // Registered before the fake's 410 timestamp (2023-11-14), so the verdict is newer (R-DEV-8).
-        _ = try conn.exec("UPDATE push_devices SET last_registered_at = '2023-01-01' WHERE id = $1::uuid", [.uuid(d.id)])
+        try world.setDeviceLastRegistered(d.id, ISO8601DateFormatter().date(from: "2023-01-01T00:00:00Z")!)
         let n = try send()
         try drain()
         let del = try delivery(n, d.id)
@@ -158,8 +158,7 @@ final class LiveAPNsTests: LiveTestCase {
         XCTAssertEqual(del.status, "retrying")
         XCTAssertEqual(del.attempts, 1)
         XCTAssertGreaterThanOrEqual(try XCTUnwrap(del.nextAttemptAt).timeIntervalSinceNow, 5)  // retry-after: 7
-        let r = try conn.exec("SELECT failures FROM push_deliveries WHERE device_id = $1::uuid", [.uuid(d.id)])
-        XCTAssertEqual(try r.int(0, "failures"), 0)  // a deferral is not a failed attempt
+        XCTAssertEqual(del.failures, 0)  // a deferral is not a failed attempt
         XCTAssertEqual(try ledger(n, d.id), ["charge"])
     }
 
@@ -171,7 +170,7 @@ final class LiveAPNsTests: LiveTestCase {
         let first = try delivery(n, d.id)
         XCTAssertEqual(first.status, "retrying")
         // The provider recovers: the device's token now answers 200 (stands in for a healthy APNs).
-        _ = try conn.exec("UPDATE push_devices SET token = $2::text WHERE id = $1::uuid", [.uuid(d.id), .text("ok-\(tag)-recovered")])
+        try world.setDeviceToken(d.id, "ok-\(tag)-recovered")
         try dueNow()
         try drain()
         let second = try delivery(n, d.id)
@@ -204,7 +203,7 @@ final class LiveAPNsTests: LiveTestCase {
         // Healthy devices: sent now, or (if caught by the GOAWAY) retrying; never failed or missing.
         XCTAssertTrue(healthy.allSatisfy { id in first.contains { $0.deviceID == id && ["sent", "retrying"].contains($0.status) } })
         for d in [reset, goaway] {
-            _ = try conn.exec("UPDATE push_devices SET token = $2::text WHERE id = $1::uuid", [.uuid(d.id), .text("ok-\(tag)-\(d.token)")])
+            try world.setDeviceToken(d.id, "ok-\(tag)-\(d.token)")
         }
         for _ in 0..<3 {
             guard try report(n).deliveries.contains(where: { $0.status == "retrying" }) else { break }
@@ -250,22 +249,6 @@ final class LiveAPNsTests: LiveTestCase {
         XCTAssertEqual(Set(pushes(fakes.sandbox).compactMap { $0["token"] as? String }), expected[.sandbox])
     }
 
-    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT() throws {
-        try setAPNs()
-        for i in 0..<4 { _ = try device("ok", user: "u\(i)", n: i) }
-        try drainSend(users: ["u0", "u1"])
-        try makeWorker(apnsTimeoutMillis: 10_000)  // a second worker "process": new router, clients and cache
-        try drainSend(users: ["u2", "u3"])
-        let logged = pushes(fakes.apns)
-        XCTAssertEqual(logged.count, 4)
-        XCTAssertEqual(Set(logged.compactMap { $0["jwt_sig"] as? String }).count, 1)
-        let fingerprint = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: LiveFakes.keyID)
-            .publicKeyFingerprint
-        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text AND token IS NULL",
-                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID):\(fingerprint)")])
-        XCTAssertEqual(try r.int(0, "n"), 1, "one sealed row, keyed by the signing key (issue 11)")
-    }
-
     func testThousandHealthyDevicesBehindWrongTopicAreKeptWithOneCredentialsEventR_PRV_3() throws {
         try setAPNs(topic: "com.example.wrong")
         let users = (0..<1000).map { "u\($0)" }
@@ -275,8 +258,7 @@ final class LiveAPNsTests: LiveTestCase {
         let rep = try report(n)
         XCTAssertEqual(rep.deliveries.count, 1000)
         XCTAssertTrue(rep.deliveries.allSatisfy { $0.errorCode == "CREDENTIALS_INVALID" })
-        let active = try conn.exec("SELECT count(*)::int AS n FROM push_devices WHERE app_id = $1::uuid AND active", [.uuid(appID)])
-        XCTAssertEqual(try active.int(0, "n"), 1000)
+        XCTAssertEqual(try world.activeDevices(app: appID), 1000)
         XCTAssertEqual(try events("push_app.credentials_invalid").count, 1)
         XCTAssertEqual(try events("push_device.deactivated").count, 0)
         XCTAssertEqual(rep.ledger.filter { $0.kind == "refund" }.count, 1000)  // R-SEND-9: nets zero each

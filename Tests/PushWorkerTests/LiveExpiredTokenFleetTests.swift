@@ -13,6 +13,8 @@ import PushTestSupport
 /// replacement, exactly one mints it, and every delivery succeeds on the resend within its first
 /// attempt: none loses an attempt.
 final class LiveExpiredTokenFleetTests: LiveRouterTestCase {
+    override class var backend: Backend { .postgres }
+
     private var fake: FakeProviderServer?
     private var workers: [WorkerProcess] = []
 
@@ -36,7 +38,7 @@ final class LiveExpiredTokenFleetTests: LiveRouterTestCase {
         let count = 12
         for i in 0..<count {
             let reg = try DeviceRegistration.validate(mode: "live", platform: "ios", token: "ok-\(tag)-\(i)", userID: "u\(i)",
-                                                      apnsEnvironment: "production", encryptionPublicKey: .none)
+                                                      apnsEnvironment: "production", encryptionPublicKey: .none, platforms: ProviderTable.standard.addressing)
             _ = try DeviceRegistry(connection: conn).register(appID: appID, reg)
         }
         let started = Int64(Date().timeIntervalSince1970)

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import PushCore
 import PushCrypto
+import PushProviders
 @testable import PushStore
 @testable import PushWorker
 
@@ -12,15 +13,16 @@ final class LiveKindTests: LiveTestCase {
     private func enqueue(_ configure: (inout EnqueueRequest) -> Void) throws -> UUID {
         var q = EnqueueRequest(appID: appID, mode: "live", userIDs: ["u1"])
         configure(&q)
-        return try NotificationStore(connection: conn).enqueue(q).id
+        return try world.enqueue(q).id
     }
 
     /// A keyed iOS device (the fake sees `hk` beside `aps`).
     private func keyedDevice(_ prefix: String) throws -> UUID {
         let key = try P256PrivateKey.generate()
         let reg = try DeviceRegistration.validate(mode: "live", platform: "ios", token: "\(prefix)-\(tag)-k", userID: "u1",
-                                                  apnsEnvironment: "production", encryptionPublicKey: .some(key.publicKey.base64URL))
-        return try DeviceRegistry(connection: conn).register(appID: appID, reg).deviceID
+                                                  apnsEnvironment: "production", encryptionPublicKey: .some(key.publicKey.base64URL),
+                                                  platforms: ProviderTable.standard.addressing)
+        return try world.register(appID, reg, appLimit: nil)
     }
 
     /// R-KIND-1: a background push of a `high` notification reaches APNs as `apns-push-type:
@@ -77,7 +79,7 @@ final class LiveKindTests: LiveTestCase {
             var q = EnqueueRequest(appID: appID, mode: "live", userIDs: ["u\(i)"])
             q.title = "Hello"
             c.1(&q)
-            sent.append((try NotificationStore(connection: conn).enqueue(q).id, d.id, c.2))
+            sent.append((try world.enqueue(q).id, d.id, c.2))
         }
         try drain()
         let logged = pushes(fakes.apns)
@@ -118,7 +120,7 @@ final class LiveWebPushKindTests: LiveWebPushTestCase {
         q.pushType = "background"
         q.priority = "high"
         q.data = #"{"sync":"1"}"#
-        let n = try NotificationStore(connection: conn).enqueue(q).id
+        let n = try world.enqueue(q).id
         try drain()
         XCTAssertEqual(try delivery(n, d).status, "sent")
         let line = try XCTUnwrap(fake.log(path: s.path).first)

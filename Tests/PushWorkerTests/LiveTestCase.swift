@@ -7,7 +7,7 @@ import PushTestSupport
 @testable import PushStore
 @testable import PushWorker
 
-/// Base for live-mode integration tests: a fresh database per test with one app and fresh credential
+/// Base for live-mode integration tests: a fresh world per test with one app and fresh credential
 /// keys (`LiveRouterTestCase`), the three fakes shared by the test class, and a worker whose router is
 /// a `LiveRouter`.
 class LiveTestCase: LiveRouterTestCase {
@@ -46,19 +46,19 @@ class LiveTestCase: LiveRouterTestCase {
     /// The APNs set of `app` (default: the test's app) for the fakes, with the `.p8` in `p8File`.
     @discardableResult
     func setAPNs(topic: String = LiveFakes.topic, app: UUID? = nil, p8File: String = "apns_key.p8") throws -> CredentialSummary {
-        try CredentialStore(connection: conn, keys: keys).set(
-            appID: app ?? appID, kind: .apns,
+        try world.setCredentials(
+            app: app ?? appID, kind: .apns,
             config: ["team_id": LiveFakes.teamID, "key_id": LiveFakes.keyID, "topic": topic,
                      "apns_base_url_production": fakes.apns.baseURL, "apns_base_url_sandbox": fakes.sandbox.baseURL],
-            secret: try FakeMaterial.bytes(p8File))
+            secret: try FakeMaterial.bytes(p8File), keys: keys)
     }
 
     /// The FCM set of `app` (default: the test's app) for the fake, its private key from `keyFile`.
     @discardableResult
     func setFCM(app: UUID? = nil, keyFile: String = "sa_key.pem") throws -> CredentialSummary {
-        try CredentialStore(connection: conn, keys: keys).set(
-            appID: app ?? appID, kind: .fcm, config: ["fcm_base_url": fakes.fcm.baseURL, "fcm_token_uri": fakes.fcm.baseURL + "/token"],
-            secret: try FakeMaterial.serviceAccountJSON(tokenURI: "https://oauth2.googleapis.com/token", keyFile: keyFile))
+        try world.setCredentials(
+            app: app ?? appID, kind: .fcm, config: ["fcm_base_url": fakes.fcm.baseURL, "fcm_token_uri": fakes.fcm.baseURL + "/token"],
+            secret: try FakeMaterial.serviceAccountJSON(tokenURI: "https://oauth2.googleapis.com/token", keyFile: keyFile), keys: keys)
     }
 
     // MARK: - Devices and notifications
@@ -69,8 +69,8 @@ class LiveTestCase: LiveRouterTestCase {
         let token = "\(prefix)-\(tag)-\(n)"
         let reg = try DeviceRegistration.validate(mode: "live", platform: platform.rawValue, token: token, userID: user,
                                                   apnsEnvironment: platform == .ios ? environment.rawValue : nil,
-                                                  encryptionPublicKey: .none)
-        return (try DeviceRegistry(connection: conn).register(appID: app ?? appID, reg).deviceID, token)
+                                                  encryptionPublicKey: .none, platforms: ProviderTable.standard.addressing)
+        return (try world.register(app ?? appID, reg, appLimit: nil), token)
     }
 
     func send(users: [String] = ["u1"], title: String = "Hello", collapseKey: String? = nil,
@@ -80,7 +80,7 @@ class LiveTestCase: LiveRouterTestCase {
         q.body = "World"
         q.collapseKey = collapseKey
         q.priority = priority
-        return try NotificationStore(connection: conn).enqueue(q).id
+        return try world.enqueue(q).id
     }
 
     /// The fake's `push` log lines for tokens of this test.

@@ -12,6 +12,33 @@ import PushTestSupport
 /// made with its own key: the wrong set ends `CREDENTIALS_INVALID` (R-PRV-3) and is never verified,
 /// the right one is verified and untouched.
 final class LiveTokenIsolationTests: LiveTestCase {
+    override class var backend: Backend { .postgres }
+
+    /// Issue 11: one APNs JWT per signing key for the whole fleet, shared through
+    /// push_provider_tokens (sealed): two notifications, two worker "processes", one signature.
+    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT() throws {
+        try setAPNs()
+        for i in 0..<4 { _ = try device("ok", user: "u\(i)", n: i) }
+        try drainSend(users: ["u0", "u1"])
+        try makeWorker(apnsTimeoutMillis: 10_000)  // a second worker "process": new router, clients and cache
+        try drainSend(users: ["u2", "u3"])
+        let logged = pushes(fakes.apns)
+        XCTAssertEqual(logged.count, 4)
+        XCTAssertEqual(Set(logged.compactMap { $0["jwt_sig"] as? String }).count, 1)
+        let fingerprint = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: LiveFakes.keyID)
+            .publicKeyFingerprint
+        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text AND token IS NULL",
+                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID):\(fingerprint)")])
+        XCTAssertEqual(try r.int(0, "n"), 1, "one sealed row, keyed by the signing key (issue 11)")
+    }
+
+
+    private func drainSend(users: [String]) throws {
+        let n = try send(users: users)
+        try drain()
+        XCTAssertTrue(try report(n).deliveries.allSatisfy { $0.status == "sent" }, "setup send did not succeed")
+    }
+
     // MARK: - APNs
 
     func testAPNsSetsWithSameTeamAndKeyIdsButAnotherKeyRightOneFirstR_PRV_3() throws {

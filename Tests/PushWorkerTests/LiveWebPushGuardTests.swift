@@ -10,6 +10,8 @@ import PushCrypto
 /// (R-DEV-1, issue 7), test mode through the simulator (R-MODE-2), VAPID set validation and
 /// `pushfleet apps vapid create`.
 final class LiveWebPushGuardTests: LiveWebPushTestCase {
+    override class var backend: Backend { .postgres }
+
     func testVAPIDKeyRefused403InvalidatesCredentialsOnceKeepsDevicesThenFailsWithoutRequestUntilReplacedR_APP_4() throws {
         try setVAPID()
         // A verified set first: a later VAPID refusal still blames the key, never the browsers.

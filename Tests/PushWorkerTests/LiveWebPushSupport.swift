@@ -68,9 +68,9 @@ final class LiveWebPushFake {
     func log(path: String) -> [[String: Any]] { service.log(path: path) }
 }
 
-/// Base for the live Web Push tests: a fresh database per test with one app, fresh credential keys
+/// Base for the live Web Push tests: a fresh world per test with one app, fresh credential keys
 /// (`LiveRouterTestCase`), the class's fake Web Push service, and a worker whose `LiveRouter` builds
-/// Web Push clients with `LiveRouter.webPushFactory` and trusts the fakes' CA.
+/// Web Push clients through the provider table's Web Push descriptor and trusts the fakes' CA.
 class LiveWebPushTestCase: LiveRouterTestCase {
     nonisolated(unsafe) static var sharedFake: Result<LiveWebPushFake, Error>?
     static let subject = "mailto:ops@example.com"
@@ -99,7 +99,8 @@ class LiveWebPushTestCase: LiveRouterTestCase {
     func makeWorker(allowLoopback: Bool = true, resolver: WebPushResolver = SystemWebPushResolver(),
                     retryPolicy: RetryPolicy = .default) throws {
         try makeRouterAndWorker(owner: "web-live-test", retryPolicy: retryPolicy) { rc in
-            rc.webPush = LiveRouter.webPushFactory(allowLoopback: allowLoopback, resolver: resolver)
+            rc.allowLoopback = allowLoopback
+            rc.resolver = resolver
         }
     }
 
@@ -108,8 +109,8 @@ class LiveWebPushTestCase: LiveRouterTestCase {
     /// Stores a VAPID set (`subject`, the PEM of `keys`) as the app's `webpush` credentials.
     @discardableResult
     func setVAPID(_ keys: VAPIDKeys? = nil, subject: String = LiveWebPushTestCase.subject) throws -> CredentialSummary {
-        try CredentialStore(connection: conn, keys: self.keys).set(
-            appID: appID, kind: .webpush, config: ["subject": subject], secret: Array(try (keys ?? vapid).privateKeyPEM().utf8))
+        try world.setCredentials(app: appID, kind: .webpush, config: ["subject": subject],
+                                 secret: Array(try (keys ?? vapid).privateKeyPEM().utf8), keys: self.keys)
     }
 
     // MARK: - Devices and notifications
@@ -125,8 +126,8 @@ class LiveWebPushTestCase: LiveRouterTestCase {
         let reg = try DeviceRegistration.validate(
             mode: mode, platform: "web", token: nil, userID: user, apnsEnvironment: nil, encryptionPublicKey: .none,
             subscriptionEndpoint: endpoint, subscriptionP256dh: Base64URL.encode(p256dh),
-            subscriptionAuth: Base64URL.encode(auth), allowLoopbackEndpoints: true)
-        return try DeviceRegistry(connection: conn).register(appID: appID, reg).deviceID
+            subscriptionAuth: Base64URL.encode(auth), platforms: ProviderTable.standard.addressing, allowLoopbackEndpoints: true)
+        return try world.register(appID, reg, appLimit: nil)
     }
 
     /// Enqueues a notification with every R-ENC-3 field (its plaintext is `Self.plaintext`).
@@ -141,21 +142,19 @@ class LiveWebPushTestCase: LiveRouterTestCase {
         q.threadID = "t-1"
         q.collapseKey = collapseKey
         q.priority = priority
-        return try NotificationStore(connection: conn).enqueue(q).id
+        return try world.enqueue(q).id
     }
 
     /// Enqueues a live notification whose only content is `title` (plaintext `{"title":"<title>"}`).
     func send(title: String, users: [String] = ["u1"]) throws -> UUID {
         var q = EnqueueRequest(appID: appID, mode: "live", userIDs: users)
         q.title = title
-        return try NotificationStore(connection: conn).enqueue(q).id
+        return try world.enqueue(q).id
     }
 
     /// R-ENC-3: the sealed plaintext of `send()`'s content, byte for byte (keys in rule order, `data`
     /// in the client's order, raw UTF-8, `/` unescaped).
     static let plaintext = #"{"title":"Hello","body":"World","data":{"order":42,"url":"/o/42","é":"ü"},"badge":3,"sound":"ping","thread_id":"t-1"}"#
 
-    func failures(_ device: UUID) throws -> Int {
-        try conn.exec("SELECT failures FROM push_deliveries WHERE device_id = $1::uuid", [.uuid(device)]).int(0, "failures")
-    }
+    func failures(_ device: UUID) throws -> Int { try XCTUnwrap(try world.deliveries(device: device).first).failures }
 }

@@ -92,8 +92,7 @@ final class LiveWebPushTests: LiveWebPushTestCase {
         let s = try fake.take("gone")
         let d = try webDevice(s)
         // The browser subscribed again after the request went out (the request time is the verdict's time).
-        _ = try conn.exec("UPDATE push_devices SET last_registered_at = now() + interval '1 hour' WHERE id = $1::uuid",
-                          [.uuid(d)])
+        try world.setDeviceLastRegistered(d, Date().addingTimeInterval(3600))
         let n = try send()
         try drain()
         XCTAssertEqual(fake.log(path: s.path).count, 1)

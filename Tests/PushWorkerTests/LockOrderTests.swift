@@ -10,7 +10,7 @@ import XCTest
 /// waits for the first lock holds a later one, and two callers cannot wait for each other in a
 /// cycle. Then the races of the issue, bounded: cancels at the send time against three workers,
 /// and lease heartbeats against grouped records, with no deadlock.
-final class LockOrderTests: WorkerTestCase {
+final class LockOrderTests: PGWorkerTestCase {
     /// Runs `body` on its own thread; the semaphore is signalled when it returns.
     private func background(_ body: @escaping () throws -> Void) -> (DispatchSemaphore, LockedBox<Error?>) {
         let done = DispatchSemaphore(value: 0)
@@ -56,7 +56,7 @@ final class LockOrderTests: WorkerTestCase {
             try register(app, user: "u\(i)")
             _ = try enqueue(app, users: ["u\(i)"])
         }
-        let jobs = try QueueStore(connection: workerConn).jobClaimBatch(owner: "t", limit: count, leaseSeconds: 600)
+        let jobs = try PGQueueStore(connection: workerConn).jobClaimBatch(owner: "t", limit: count, leaseSeconds: 600)
         XCTAssertEqual(jobs.count, count)
         return jobs.sorted { $0.id < $1.id }
     }
@@ -74,7 +74,7 @@ final class LockOrderTests: WorkerTestCase {
         let holder = try holdNotification(of: job)
         let starter = try database.connect()
         let (done, failure) = background {
-            _ = try QueueStore(connection: starter).notificationStart(job: job, batchSize: 500)
+            _ = try PGQueueStore(connection: starter).notificationStart([job.lease], batchSize: 500)
         }
         try waitUntilBlocked(starter.serverProcessID)
         XCTAssertTrue(try jobFree(job.id), "push_start_notification holds the job while it waits for the notification")
@@ -100,7 +100,7 @@ final class LockOrderTests: WorkerTestCase {
         XCTAssertNil(failure.value)
     }
 
-    /// push_record_batches locks every notification of the call (by id) before any job: stopped at
+    /// push_record locks every notification of the call (by id) before any job: stopped at
     /// one notification, it holds no job yet. (0004 locked job, notification, job, notification.)
     func testGroupedRecordLocksAllNotificationsBeforeAnyJob() throws {
         let jobs = try claimed(2)
@@ -108,8 +108,7 @@ final class LockOrderTests: WorkerTestCase {
         let holder = try holdNotification(of: later)
         let recorder = try database.connect()
         let (done, failure) = background {
-            _ = try QueueStore(connection: recorder).batchRecordMany(jobs.map { BatchOutcome(job: $0, records: [], credentials: .init()) },
-                                                                     decideFinal: Worker.decideFinal)
+            _ = try PGQueueStore(connection: recorder).batchRecord(jobs.map { BatchOutcome(job: $0, records: [], credentials: .init()) })
         }
         try waitUntilBlocked(recorder.serverProcessID)
         for job in jobs { XCTAssertTrue(try jobFree(job.id), "job \(job.id) locked before the notifications") }
@@ -128,7 +127,7 @@ final class LockOrderTests: WorkerTestCase {
         try holder.exec("SELECT 1 FROM push_jobs WHERE id = $1 FOR UPDATE", [.int64(jobs[1].id)])
         let keeper = try database.connect()
         let (done, failure) = background {
-            let kept = try QueueStore(connection: keeper).jobHeartbeat(jobs.reversed().map { ($0.id, $0.leaseToken) },
+            let kept = try PGQueueStore(connection: keeper).jobHeartbeat(jobs.reversed().map(\.lease),
                                                                        leaseSeconds: 600)
             XCTAssertEqual(kept.count, 3)
         }

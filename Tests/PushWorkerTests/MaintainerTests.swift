@@ -6,7 +6,7 @@ import PushTestSupport
 
 /// Issue 4 part 7 (retention) and R-DEV-7 (cleanup) through the worker's maintainer.
 /// (`WorkerTestCase` gives each test a fresh migrated database and `conn`.)
-final class MaintainerTests: WorkerTestCase {
+final class MaintainerTests: PGWorkerTestCase {
     /// One final notification (content set, finished long ago) with a completed job, one delivery,
     /// a delivered event and a device deactivated long ago.
     private func seedOldRows(daysAgo: Int) throws -> (notification: UUID, device: UUID) {

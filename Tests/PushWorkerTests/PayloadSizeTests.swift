@@ -4,12 +4,15 @@ import PushCrypto
 import PushStore
 @testable import PushWorker
 import XCTest
+import PushProviders
+import PushTestSupport
 
 /// R-SEND-7 at send time: the worker re-checks the 4096-byte rule per device; the boundary comes
 /// from PushCore's planner (`PayloadSizeRule`), and the worker must agree with it byte for byte.
 final class PayloadSizeTests: WorkerTestCase {
     private let planner = DeliveryPlanner(content: NotificationContent(title: "x"), placeholders: AppPlaceholders(),
-                                          requireEncryption: false, mode: .test)
+                                          requireEncryption: false, mode: .test,
+                                          platforms: ProviderTable.standard.planning)
 
     /// The title length whose payload for `device` is the largest that fits: the planner's
     /// content measure grows by one per ASCII title character.
@@ -23,7 +26,8 @@ final class PayloadSizeTests: WorkerTestCase {
 
     private func sizeCheck(title n: Int, _ device: DeviceSnapshot) -> SizeCheck {
         DeliveryPlanner(content: NotificationContent(title: String(repeating: "x", count: n)),
-                        placeholders: AppPlaceholders(), requireEncryption: false, mode: .test).sizeCheck(for: device)!
+                        placeholders: AppPlaceholders(), requireEncryption: false, mode: .test,
+                                          platforms: ProviderTable.standard.planning).sizeCheck(for: device)!
     }
 
     /// R-SEND-7 + R-SEND-9: for an encrypted iOS, an encrypted Android, a plaintext iOS and a Web
@@ -41,7 +45,7 @@ final class PayloadSizeTests: WorkerTestCase {
         for k in kinds {
             let device = k.platform == "web" ? try registerWeb(app, user: k.user)
                 : try register(app, user: k.user, platform: k.platform, key: k.key)
-            let snapshot = DeviceSnapshot(platform: k.platform, token: "t",
+            let snapshot = DeviceSnapshot(platform: Platform(rawValue: k.platform), token: "t",
                                           apnsEnvironment: k.platform == "ios" ? .sandbox : nil,
                                           publicKey: k.key?.publicKey.raw, kid: k.key?.publicKey.kid)
             let n = try largestFittingTitle(for: snapshot)
@@ -69,8 +73,7 @@ final class PayloadSizeTests: WorkerTestCase {
             XCTAssertEqual(refused.status, "failed", c.label)
             XCTAssertEqual(refused.errorCode, "PUSH_PAYLOAD_TOO_LARGE", c.label)
             XCTAssertNil(refused.payload, c.label)
-            let detail = try conn.exec("SELECT error_detail FROM push_deliveries WHERE notification_id = $1",
-                                       [.uuid(c.over)]).string(0, 0)
+            let detail = refused.errorDetail ?? ""
             XCTAssertTrue(detail.contains("cut 1 byte "), "states the bytes to cut: \(detail)")
             XCTAssertEqual(try ledger(c.over)[c.device]?.charges, 1, c.label)
             XCTAssertEqual(try ledger(c.over)[c.device]?.refunds, 1, "refunded (\(c.label))")
@@ -103,8 +106,7 @@ final class PayloadSizeTests: WorkerTestCase {
         let rows = try deliveries(n)
         XCTAssertEqual(rows[late]?.errorCode, "PUSH_PAYLOAD_TOO_LARGE")
         XCTAssertEqual(rows[other]?.status, "sent")
-        let detail = try conn.exec("SELECT error_detail FROM push_deliveries WHERE device_id = $1", [.uuid(late)])
-            .string(0, 0)
+        let detail = rows[late]?.errorDetail ?? ""
         XCTAssertTrue(detail.contains("cut \(sealedCheck.bytesToCut) bytes"), detail)
         XCTAssertEqual(try ledger(n)[late]?.charges, 1)
         XCTAssertEqual(try ledger(n)[late]?.refunds, 1)

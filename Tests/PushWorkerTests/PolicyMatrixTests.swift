@@ -105,7 +105,7 @@ final class PolicyMatrixTests: WorkerTestCase {
         let rows = try deliveries(n)
         XCTAssertEqual(rows[a]?.errorCode, "ENCRYPTION_KEY_MISSING")
         XCTAssertEqual(rows[b]?.errorCode, "ENCRYPTION_KEY_MISSING")
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_sms_outbox"), 0)
+        XCTAssertTrue(try world.smsOutbox().isEmpty)
         try assertLedgerInvariants(n)
     }
 
@@ -136,7 +136,7 @@ final class PolicyMatrixTests: WorkerTestCase {
         XCTAssertEqual(state.status, "failed")
         XCTAssertEqual(state.errorCode, "NO_DEVICES")
         XCTAssertTrue(try deliveries(n).isEmpty)
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state <> 'completed'"), 0)
+        XCTAssertTrue(try world.jobs().allSatisfy { $0.state == .completed })
     }
 
     /// R-SEND-6: with an SMS fallback, a notification no device could get ends sms_fallback with
@@ -157,16 +157,13 @@ final class PolicyMatrixTests: WorkerTestCase {
         try drain(try makeWorker())
         for (i, n) in ids.enumerated() {
             XCTAssertEqual(try notification(n).status, "sms_fallback", "notification \(i)")
-            let r = try conn.exec("SELECT phone, text FROM push_sms_outbox WHERE notification_id = $1", [.uuid(n)])
-            XCTAssertEqual(r.rowCount, 1, "exactly one SMS for notification \(i)")
-            if r.rowCount == 1 {
-                XCTAssertEqual(try r.string(0, "phone"), "+3581234567\(i)")
-                XCTAssertEqual(try r.string(0, "text"), "You have a message \(i)")
-            }
+            let sms = try XCTUnwrap(try world.smsOutbox()[n], "exactly one SMS for notification \(i)")
+            XCTAssertEqual(sms.phone, "+3581234567\(i)")
+            XCTAssertEqual(sms.text, "You have a message \(i)")
         }
         XCTAssertEqual(try notification(ids[0]).errorCode, "ENCRYPTION_KEY_MISSING")
         XCTAssertEqual(try notification(ids[1]).errorCode, "ALL_DEVICES_REFUSED")
         XCTAssertEqual(try notification(ids[2]).errorCode, "NO_DEVICES")
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_sms_outbox"), 3)
+        XCTAssertEqual(try world.smsOutbox().count, 3)
     }
 }

@@ -8,7 +8,7 @@ import XCTest
 /// R-KIND-1..3 through the whole worker in test mode: what push_enqueue stored (sql/0011) is read
 /// back by the claim, planned, sealed and handed to the provider with its push type; the stored
 /// test payloads (R-MODE-2) are checked byte for byte or opened with the device's key.
-final class PushKindWorkerTests: WorkerTestCase {
+final class PushKindWorkerTests: PGWorkerTestCase {
     private struct Devices {
         var iosKey: UUID, iosPlain: UUID, androidKey: UUID, androidPlain: UUID, web: UUID
         var iosPrivate: P256PrivateKey, androidPrivate: P256PrivateKey

@@ -6,8 +6,8 @@ import PushStore
 import XCTest
 
 /// What a retry reads again and what it must not: the notification's `encrypted` flag stays as
-/// written at send time (R-SEND-2), the device key is re-read (R-ENC-8), and a provider verdict
-/// older than a re-registration does not deactivate (R-DEV-8).
+/// written at send time (R-SEND-2) and the device key is re-read (R-ENC-8). A provider verdict older
+/// than a re-registration (R-DEV-8) is in the conformance suite.
 final class RetryStateTests: WorkerTestCase {
     /// R-SEND-2: the app turning require_encryption on after the send time does not change the
     /// retries of that notification: they read `encrypted` (false) from the notification, so a
@@ -21,8 +21,7 @@ final class RetryStateTests: WorkerTestCase {
         router.onSend = { [unowned self] _ in
             guard !changed else { return }
             changed = true
-            XCTAssertEqual(try? AppStore(connection: self.conn).appUpdate(id: app, requireEncryption: true)?.requireEncryption,
-                           true)
+            do { try self.world.updateApp(app, requireEncryption: true) } catch { XCTFail("\(error)") }
         }
         try drain(try makeWorker(router))
 
@@ -51,10 +50,7 @@ final class RetryStateTests: WorkerTestCase {
             guard !removed else { return }
             removed = true
             do {
-                let r = try DeviceRegistration.validate(mode: "test", platform: "ios", token: "test_unavailable",
-                                                        userID: "u1", apnsEnvironment: "sandbox",
-                                                        encryptionPublicKey: .some(nil))
-                XCTAssertEqual(try DeviceRegistry(connection: self.conn).register(appID: app, r).deviceID, device)
+                XCTAssertEqual(try self.removeKey(app, user: "u1", platform: "ios", token: "test_unavailable"), device)
             } catch {
                 XCTFail("key removal failed: \(error)")
             }
@@ -70,33 +66,5 @@ final class RetryStateTests: WorkerTestCase {
         XCTAssertEqual(try ledger(n)[device]?.refunds, 1)
         XCTAssertEqual(try notification(n).errorCode, "ENCRYPTION_KEY_MISSING")
         try assertLedgerInvariants(n)
-    }
-
-    /// R-DEV-8: a "token no longer valid" verdict older than the device's latest registration
-    /// (the token registered again while the request was in flight) does not deactivate it and
-    /// emits no event; the delivery itself still ends UNREGISTERED.
-    func testVerdictOlderThanReRegistrationDoesNotDeactivate() throws {
-        let app = try createApp()
-        let device = try register(app, user: "u1", platform: "ios", token: "test_unregistered")
-        let n = try enqueue(app, users: ["u1"])
-        let router = RecordingRouter()
-        router.onSend = { [unowned self] _ in
-            Thread.sleep(forTimeInterval: 0.01)
-            XCTAssertEqual(try? self.register(app, user: "u1", platform: "ios", token: "test_unregistered"), device)
-        }
-        try drain(try makeWorker(router))
-
-        XCTAssertEqual(try deliveries(n)[device]?.errorCode, "UNREGISTERED")
-        let r = try conn.exec("SELECT active FROM push_devices WHERE id = $1", [.uuid(device)])
-        XCTAssertTrue(try r.bool(0, "active"), "a verdict older than the registration must not deactivate")
-        XCTAssertEqual(try events(type: "push_device.deactivated", device: device), [])
-
-        // Control: without a re-registration the same verdict deactivates.
-        let other = try register(app, user: "u2", platform: "ios", token: "test_invalid_token")
-        let n2 = try enqueue(app, users: ["u2"])
-        router.onSend = nil
-        try drain(try makeWorker(router))
-        XCTAssertEqual(try deliveries(n2)[other]?.errorCode, "INVALID_TOKEN")
-        XCTAssertEqual(try events(type: "push_device.deactivated", device: other), ["INVALID_TOKEN"])
     }
 }

@@ -20,9 +20,8 @@ final class RetryTests: WorkerTestCase {
         var limitedRowsSeen: [(status: String, attempts: Int, failures: Int)] = []
         router.onSend = { [unowned self] pushes in
             guard pushes.contains(where: { $0.deviceID == limited }) else { return }
-            if let r = try? self.conn.exec("SELECT status, attempts, failures FROM push_deliveries WHERE device_id = $1",
-                                           [.uuid(limited)]), r.rowCount == 1 {
-                limitedRowsSeen.append(((try? r.string(0, 0)) ?? "", (try? r.int(0, 1)) ?? -1, (try? r.int(0, 2)) ?? -1))
+            if let row = try? self.deliveries(n)[limited] {
+                limitedRowsSeen.append((row.status, row.attempts, row.failures))
             }
         }
         try drain(try makeWorker(router))
@@ -60,7 +59,7 @@ final class RetryTests: WorkerTestCase {
         let state = try notification(n)
         XCTAssertEqual(state.status, "sent")
         XCTAssertEqual(state.deviceCount, 2)
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs WHERE state <> 'completed'"), 0)
+        XCTAssertTrue(try world.jobs().allSatisfy { $0.state == .completed })
         try assertLedgerInvariants(n)
     }
 

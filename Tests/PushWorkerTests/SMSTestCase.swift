@@ -12,6 +12,8 @@ import PushTestSupport
 /// `sms_fallback` (the seed's case); the job worker runs through `LiveRouter`, the SMS dispatcher
 /// is driven one cycle at a time (`runSMS`) on a connection of its own.
 class SMSTestCase: LiveRouterTestCase {
+    /// The SMS outbox, its dispatcher and its ledger rows are PostgreSQL's (sql/0012).
+    override class var backend: Backend { .postgres }
     static let account = "AC" + String(repeating: "5e", count: 16)
     static let token = String(repeating: "7a", count: 16)
     let fakes = StartedFakes()
@@ -23,7 +25,8 @@ class SMSTestCase: LiveRouterTestCase {
         _ = try AppStore(connection: conn).appUpdate(id: appID, requireEncryption: true)
         for mode in ["test", "live"] {
             let reg = try DeviceRegistration.validate(mode: mode, platform: "ios", token: "keyless-\(mode)", userID: "carol",
-                                                      apnsEnvironment: "production", encryptionPublicKey: .none)
+                                                      apnsEnvironment: "production", encryptionPublicKey: .none,
+                                                      platforms: ProviderTable.standard.addressing)
             _ = try DeviceRegistry(connection: conn).register(appID: appID, reg)
         }
         try makeRouterAndWorker(owner: "sms-jobs") { _ in }
@@ -92,7 +95,7 @@ class SMSTestCase: LiveRouterTestCase {
 
     // MARK: - Reading
 
-    func sms(_ n: UUID) throws -> SMSReport { try XCTUnwrap(try report(n).sms, "no SMS row") }
+    func sms(_ n: UUID) throws -> SMSReport { try XCTUnwrap(try NotificationStore(connection: conn).report(id: n)?.sms, "no SMS row") }
 
     /// The `sms` ledger rows of notification `n`: (mode, reason).
     func smsLedger(_ n: UUID) throws -> [(mode: String, reason: String)] {

@@ -7,16 +7,16 @@ import PushWorker
 /// R-SEND-1 at send time: a batch's devices are re-checked when the batch runs (device deleted,
 /// deactivated, or moved to a user outside the audience), and the check costs a primary-key probe
 /// per device, not a scan of the audience or of the delivery and ledger tables.
-final class SendTimeTargetingTests: WorkerTestCase {
+final class SendTimeTargetingTests: PGWorkerTestCase {
     /// A notification to `users` users (one device each), started into batch jobs of `batchSize`
     /// by a claim of its own; returns the notification and the device of each user.
     private func startedBroadcast(_ app: UUID, users: Int, batchSize: Int) throws -> (UUID, [String: UUID]) {
         var devices: [String: UUID] = [:]
         for u in 0..<users { devices["a\(u)"] = try register(app, user: "a\(u)", token: "tok-a\(u)") }
         let n = try enqueue(app, users: (0..<users).map { "a\($0)" })
-        let store = QueueStore(connection: workerConn)
+        let store = PGQueueStore(connection: workerConn)
         let start = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30).first)
-        let started = try store.notificationStart(job: start, batchSize: batchSize)
+        let started = try store.startOne(start, batchSize: batchSize)
         XCTAssertNil(started.inlineDeviceIDs, "split into batch jobs")
         return (n, devices)
     }
@@ -58,14 +58,14 @@ final class SendTimeTargetingTests: WorkerTestCase {
         let app = try createApp()
         let (n, devices) = try startedBroadcast(app, users: 20, batchSize: 10)
         try conn.exec("UPDATE push_devices SET last_registered_at = last_registered_at - interval '1 day'")
-        let store = QueueStore(connection: workerConn)
+        let store = PGQueueStore(connection: workerConn)
         let ids = devices.values.sorted { $0.uuidString < $1.uuidString }
-        let rows = try store.batchLoadDevices(notificationID: n, deviceIDs: ids)
+        let rows = try store.batchLoadDevices([DeviceBatch(notificationID: n, deviceIDs: ids)])[0]
         XCTAssertEqual(rows.count, 20)
         XCTAssertTrue(rows.allSatisfy { $0.found && $0.targeted && $0.charged })
         // A deactivated device is not targeted, whatever its registration time.
         try conn.exec("UPDATE push_devices SET active = false, deactivated_at = now() WHERE id = $1::uuid", [.uuid(ids[0])])
-        let again = try store.batchLoadDevices(notificationID: n, deviceIDs: ids)
+        let again = try store.batchLoadDevices([DeviceBatch(notificationID: n, deviceIDs: ids)])[0]
         XCTAssertFalse(again[0].targeted)
         XCTAssertTrue(again.dropFirst().allSatisfy(\.targeted))
     }

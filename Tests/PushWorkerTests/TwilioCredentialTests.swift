@@ -3,6 +3,7 @@ import XCTest
 import PushTestSupport
 import PushCore
 import PushCrypto
+import PushProviders
 @testable import PushStore
 @testable import PushWorker
 
@@ -51,7 +52,7 @@ final class TwilioCredentialTests: XCTestCase {
                       secret: try FakeMaterial.bytes("apns_key.p8"))
         XCTAssertEqual(try store.states(appID: appID).map(\.kind), [.apns, .twilio])
         XCTAssertEqual(try store.load(appID: appID).first { $0.summary.kind == .twilio }?.secret, Array(Self.token.utf8))
-        XCTAssertNil(CredentialKind.twilio.platform, "never a push platform's set")
+        XCTAssertNil(ProviderTable.standard.provider(for: CredentialKind.twilio), "never a push provider's set")
     }
 
     func testAnAPIKeyAndAMessagingServiceAreAccepted() throws {

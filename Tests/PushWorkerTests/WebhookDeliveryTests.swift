@@ -29,7 +29,8 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
 
     private func register(_ app: UUID, user: String, token: String) throws {
         _ = try DeviceRegistry(connection: conn).register(appID: app, try DeviceRegistration.validate(
-            mode: "test", platform: "android", token: token, userID: user, apnsEnvironment: nil, encryptionPublicKey: .none))
+            mode: "test", platform: "android", token: token, userID: user, apnsEnvironment: nil, encryptionPublicKey: .none,
+            platforms: ProviderTable.standard.addressing))
     }
 
     /// Every delivered event verifies with `standardwebhooks`, a changed body or timestamp does not,

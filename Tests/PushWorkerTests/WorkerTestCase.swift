@@ -16,7 +16,7 @@ final class RecordingRouter: ProviderRouter, @unchecked Sendable {
     var onSend: (([OutboundPush]) -> Void)?
 
     func credentialStates(appID: UUID) throws -> CredentialStates {
-        CredentialStates(unusable: Set(Platform.allCases), verified: [])
+        CredentialStates(unusable: ProviderTable.standard.platforms, verified: [])
     }
 
     func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
@@ -27,6 +27,16 @@ final class RecordingRouter: ProviderRouter, @unchecked Sendable {
 
     /// Every push handed over so far, in order.
     var pushes: [OutboundPush] { lock.withLock { recorded } }
+}
+
+extension QueueStore {
+    /// The send-time step of one claimed notification job, which must start.
+    func startOne(_ job: ClaimedJob, batchSize: Int) throws -> NotificationStart {
+        guard case .started(let s)? = try notificationStart([job.lease], batchSize: batchSize)[job.id] else {
+            throw PushError(.notFound, "job \(job.id) did not start")
+        }
+        return s
+    }
 }
 
 /// A value shared between a test and the threads it starts, guarded by a lock.
@@ -49,89 +59,87 @@ struct DrainTimeout: Error, CustomStringConvertible {
     var description: String { "\(what): not within \(seconds) s" }
 }
 
-/// One `push_deliveries` row.
-struct DeliveryRowT {
-    var deviceID: UUID
-    var status: String
-    var errorCode: String?
-    var encrypted: Bool
-    var attempts: Int
-    var failures: Int
-    var apnsID: UUID
-    var providerMessageID: String?
-    var payload: [UInt8]?
+/// Which store a worker test runs on.
+enum Backend {
+    /// `InMemoryQueue`: no database.
+    case memory
+    /// A fresh migrated PostgreSQL database per test.
+    case postgres
 }
 
-/// The `push_notifications` columns tests assert on.
-struct NotificationStateT {
-    var status: String
-    var errorCode: String?
-    var encrypted: Bool?
-    var deviceCount: Int
-}
-
-/// Base for the worker's integration tests: a fresh database per test with every migration
-/// applied, the real worker (`Worker.runOnce`) with the test-mode simulator, and helpers that go
-/// through the product's own entry points (AppStore, DeviceRegistry, NotificationStore).
+/// Base for the worker's tests: a fresh world per test (the in-memory store unless the class
+/// says `.postgres`), the real worker (`Worker.runOnce`) with the test-mode simulator, and helpers
+/// that go through the world's own entry points (the registry's validation, enqueue).
 class WorkerTestCase: XCTestCase {
-    var database: PGTestDatabase!
-    /// The test's own session (setup and assertions).
-    var conn: PGConnection!
-    /// The session the worker runs on.
-    var workerConn: PGConnection!
+    /// The store this class's tests run on.
+    class var backend: Backend { .memory }
+    var world: TestWorld!
+    /// The session the worker runs on in `drain` and `runOnce`.
+    var workerSession: QueueStore!
     /// Fast retries so tests finish quickly (R-SEND-12): 3 failed attempts, 10 ms base.
     static let fastRetry = RetryPolicy(baseDelay: 0.01, maxDelay: 0.05, maxFailedAttempts: 3, minimumRetryAfter: 0.01)
     static let quietLog = Log(level: .error)
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let fresh = try MigratedTestDatabase.create()
-        database = fresh.database
-        conn = fresh.connection
-        workerConn = try database.connect()
+        world = Self.backend == .memory ? MemoryWorld() : try PGWorld()
+        workerSession = try world.session()
     }
 
     override func tearDownWithError() throws {
-        conn = nil
-        workerConn = nil
-        try database?.drop()
-        database = nil
+        workerSession = nil
+        try (world as? PGWorld)?.drop()
+        world = nil
         try super.tearDownWithError()
     }
 
+    /// The in-memory queue (nil on PostgreSQL).
+    var memory: InMemoryQueue? { (world as? MemoryWorld)?.queue }
+
     // MARK: - Worker
 
+    /// A worker with fast settings on this test's world; `configure` adjusts the config.
     func makeWorker(_ router: ProviderRouter = RecordingRouter(), owner: String = "test-worker",
-                    batchSize: Int = 500, claimLimit: Int = 4) throws -> Worker {
-        let config = WorkerConfig(owner: owner, claimLimit: claimLimit, batchSize: batchSize, leaseSeconds: 30,
+                    batchSize: Int = 500, claimLimit: Int = 4,
+                    configure: (inout WorkerConfig) -> Void = { _ in }) throws -> Worker {
+        var config = WorkerConfig(owner: owner, claimLimit: claimLimit, batchSize: batchSize, leaseSeconds: 30,
                                   pollInterval: 0.05, rescueInterval: 0.1, statsInterval: 3600,
                                   retryPolicy: Self.fastRetry)
-        return try Worker(config: config, databaseURL: database.conninfo, router: router, log: Self.quietLog)
+        configure(&config)
+        let worker = try Worker(config: config, sessions: world.sessions, router: router, log: Self.quietLog)
+        if Self.backend == .memory { worker.maintainer = nil }
+        return worker
+    }
+
+    /// One claim of `worker` on `session` (default `workerSession`).
+    @discardableResult
+    func runOnce(_ worker: Worker, on session: QueueStore? = nil) throws -> Int {
+        try worker.runOnce(store: session ?? workerSession)
     }
 
     /// Runs `worker.runOnce` until no job is available or running (waiting for scheduled retries),
-    /// at most `timeout` seconds. Uses only `connection` (default `workerConn`), so threads can
-    /// drain concurrently, each with its own connection.
-    func drain(_ worker: Worker, connection: PGConnection? = nil, timeout: TimeInterval = 30) throws {
-        let c = connection ?? workerConn!
+    /// at most `timeout` seconds, on `session` (default `workerSession`), so threads can drain
+    /// concurrently, each with its own session.
+    func drain(_ worker: Worker, session: QueueStore? = nil, timeout: TimeInterval = 30) throws {
+        let s = session ?? workerSession!
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if try worker.runOnce(connection: c) > 0 { continue }
-            let open = try c.exec("SELECT count(*)::int AS n FROM push_jobs WHERE state IN ('available', 'running')")
-                .int(0, 0)
-            if open == 0 { return }
+            if try worker.runOnce(store: s) > 0 { continue }
+            let stats = try s.queueStats()   // on the drain's own session: drains may run on several threads
+            if stats.available + stats.running == 0 { return }
             Thread.sleep(forTimeInterval: 0.02)
         }
         throw DrainTimeout(seconds: timeout)
     }
 
+    /// Jobs available or running.
+    func openJobs() throws -> Int { try world.jobs().filter { $0.state == .available || $0.state == .running }.count }
+
     // MARK: - Apps, devices, notifications
 
     /// Creates an app whose events are kept (`WebhookFixture`: endpoints that want every type).
     func createApp(requireEncryption: Bool = false, name: String = "app") throws -> UUID {
-        let id = try AppStore(connection: conn).appCreate(name: name, requireEncryption: requireEncryption).id
-        try WebhookFixture.subscribeToEverything(conn, appID: id)
-        return id
+        try world.createApp(requireEncryption: requireEncryption, name: name)
     }
 
     /// Registers an iOS or Android device through the registry (validation included).
@@ -142,8 +150,16 @@ class WorkerTestCase: XCTestCase {
         let r = try DeviceRegistration.validate(
             mode: "test", platform: platform, token: token, userID: user,
             apnsEnvironment: platform == "ios" ? "sandbox" : nil,
-            encryptionPublicKey: key.map { .some($0.publicKey.base64URL) } ?? .none)
-        return try DeviceRegistry(connection: conn, appLimitOverride: appLimit).register(appID: app, r).deviceID
+            encryptionPublicKey: key.map { .some($0.publicKey.base64URL) } ?? .none, platforms: ProviderTable.standard.addressing)
+        return try world.register(app, r, appLimit: appLimit)
+    }
+
+    /// Registers again with an explicit null key (R-DEV-4: the stored key is removed).
+    func removeKey(_ app: UUID, user: String, platform: String, token: String) throws -> UUID {
+        let r = try DeviceRegistration.validate(mode: "test", platform: platform, token: token, userID: user,
+                                                apnsEnvironment: platform == "ios" ? "sandbox" : nil,
+                                                encryptionPublicKey: .some(nil), platforms: ProviderTable.standard.addressing)
+        return try world.register(app, r, appLimit: nil)
     }
 
     /// Registers a web device whose endpoint's last segment is `answer` (the simulator's token).
@@ -154,55 +170,26 @@ class WorkerTestCase: XCTestCase {
         let r = try DeviceRegistration.validate(
             mode: "test", platform: "web", token: nil, userID: user, apnsEnvironment: nil, encryptionPublicKey: .none,
             subscriptionEndpoint: "https://push.example.com/send/\(UUID().uuidString.lowercased())/\(answer)",
-            subscriptionP256dh: ua.publicKey.base64URL, subscriptionAuth: Base64URL.encode(auth))
-        return try DeviceRegistry(connection: conn).register(appID: app, r).deviceID
+            subscriptionP256dh: ua.publicKey.base64URL, subscriptionAuth: Base64URL.encode(auth), platforms: ProviderTable.standard.addressing)
+        return try world.register(app, r, appLimit: nil)
     }
 
-    /// Enqueues a test-mode notification through `push_enqueue` (no acceptance size check).
+    /// Enqueues a test-mode notification (no acceptance size check).
     func enqueue(_ app: UUID, users: [String], title: String? = "Hello", body: String? = "World",
                  _ configure: (inout EnqueueRequest) -> Void = { _ in }) throws -> UUID {
         var q = EnqueueRequest(appID: app, mode: "test", userIDs: users)
         q.title = title
         q.body = body
         configure(&q)
-        return try NotificationStore(connection: conn).enqueue(q).id
+        return try world.enqueue(q).id
     }
 
     // MARK: - Rows
 
-    func int(_ sql: String, _ params: [PGValue?] = []) throws -> Int {
-        try conn.exec(sql, params).int(0, 0)
-    }
-
-    func deliveries(_ n: UUID) throws -> [UUID: DeliveryRowT] {
-        let r = try conn.exec("""
-            SELECT device_id, status, error_code, encrypted, attempts, failures, apns_id, provider_message_id, payload
-              FROM push_deliveries WHERE notification_id = $1
-            """, [.uuid(n)])
-        var out: [UUID: DeliveryRowT] = [:]
-        for i in r.rows {
-            let d = DeliveryRowT(deviceID: try r.uuid(i, "device_id"), status: try r.string(i, "status"),
-                                 errorCode: try r.decode(i, "error_code"), encrypted: try r.bool(i, "encrypted"),
-                                 attempts: try r.int(i, "attempts"), failures: try r.int(i, "failures"),
-                                 apnsID: try r.uuid(i, "apns_id"),
-                                 providerMessageID: try r.decode(i, "provider_message_id"),
-                                 payload: try r.decode(i, "payload"))
-            out[d.deviceID] = d
-        }
-        return out
-    }
+    func deliveries(_ n: UUID) throws -> [UUID: DeliveryRowT] { try world.deliveries(n) }
 
     /// (charges, refunds) per device for notification `n`.
-    func ledger(_ n: UUID) throws -> [UUID: (charges: Int, refunds: Int)] {
-        let r = try conn.exec("""
-            SELECT device_id, count(*) FILTER (WHERE kind = 'charge')::int AS c,
-                   count(*) FILTER (WHERE kind = 'refund')::int AS r
-              FROM push_ledger WHERE notification_id = $1 GROUP BY device_id
-            """, [.uuid(n)])
-        var out: [UUID: (charges: Int, refunds: Int)] = [:]
-        for i in r.rows { out[try r.uuid(i, "device_id")] = (try r.int(i, "c"), try r.int(i, "r")) }
-        return out
-    }
+    func ledger(_ n: UUID) throws -> [UUID: (charges: Int, refunds: Int)] { try world.ledger(n) }
 
     /// Charges minus refunds for (n, device).
     func net(_ n: UUID, _ device: UUID) throws -> Int {
@@ -210,12 +197,7 @@ class WorkerTestCase: XCTestCase {
         return l.charges - l.refunds
     }
 
-    func notification(_ n: UUID) throws -> NotificationStateT {
-        let r = try conn.exec("SELECT status, error_code, encrypted, device_count FROM push_notifications WHERE id = $1",
-                              [.uuid(n)])
-        return NotificationStateT(status: try r.string(0, "status"), errorCode: try r.decode(0, "error_code"),
-                                  encrypted: try r.decode(0, "encrypted"), deviceCount: try r.int(0, "device_count"))
-    }
+    func notification(_ n: UUID) throws -> NotificationStateT { try world.notification(n) }
 
     /// R-SEND-9 invariants for a final notification: at most one charge and one refund per device,
     /// a refund only against a charge, every net 0 or 1, and `device_count` = devices netting one.
@@ -231,11 +213,7 @@ class WorkerTestCase: XCTestCase {
     }
 
     /// Events of `type` for `device`.
-    func events(type: String, device: UUID) throws -> [String] {
-        let r = try conn.exec("SELECT payload->>'reason' AS reason FROM push_events WHERE type = $1 AND payload->>'device_id' = $2",
-                              [.text(type), .text(device.uuidString.lowercased())])
-        return try r.rows.map { try r.string($0, "reason") }
-    }
+    func events(type: String, device: UUID) throws -> [String] { try world.events(type: type, device: device) }
 
     // MARK: - Payload inspection
 

@@ -79,6 +79,9 @@ enum JobQueries {
      ORDER BY c.priority DESC, c.id
     """
 
+    /// The NOTIFY channel of new work (`push_enqueue`, the split of an audience into batches).
+    static let channel = "pushfleet_jobs"
+
     /// The claim's kind columns (sql/0011, R-KIND-1..3), the texts only for a row without a problem,
     /// the loc args as JSON array text. Read by `KindColumns`.
     static let claimKindColumns = """
@@ -106,20 +109,12 @@ enum JobQueries {
                             octet_length(a.placeholder_title_loc_key), octet_length(a.placeholder_body_loc_key)
     """
 
-    /// The send-time step of a notification job (see `push_start_notification` in sql/0002).
-    static let startNotification = """
-    SELECT inline_device_ids, batch_jobs, gone, encrypted
-      FROM push_start_notification($1::bigint, $2::uuid, $3::int, coalesce($4::timestamptz, now()))
-    """
-
     /// The send-time step of several notification jobs in one round trip (`$1` job ids, `$2` lease
-    /// tokens, in claim order). Any error (one lease lost) fails the statement: the caller then
-    /// starts the jobs one by one.
+    /// tokens, `$3` batch size, `$4` the ledger row of a charged DEVICE_GONE), one answer per job
+    /// (see sql/functions/push_start_notifications.sql).
     static let startNotifications = """
-    SELECT j.id AS job_id, s.inline_device_ids, s.batch_jobs, s.gone, s.encrypted
-      FROM unnest($1::bigint[], $2::uuid[]) WITH ORDINALITY AS j(id, token, ord),
-           LATERAL push_start_notification(j.id, j.token, $3::int, coalesce($4::timestamptz, now())) AS s
-     ORDER BY j.ord
+    SELECT job_id, outcome, status, inline_device_ids, batch_jobs, gone, encrypted
+      FROM push_start_notifications($1::bigint[], $2::uuid[], $3::int, $4::text, coalesce($5::timestamptz, now()))
     """
 
     /// Devices of several batches (keys, targeting at send time, delivery progress, charge) in one
@@ -154,20 +149,17 @@ enum JobQueries {
      ORDER BY p.ord
     """
 
-    /// Several batches recorded in one round trip (see `push_record_batches` in sql/0004): the
-    /// per-record arrays are flattened job after job, `$3` gives each job's number of records.
-    static let recordBatches = """
-    SELECT job_id, remaining_batches, deactivated, endings, has_sms
-      FROM push_record_batches($1::bigint[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], $6::text[], $7::text[],
-                               $8::boolean[], $9::text[], $10::text[], $11::int[], $12::int[], $13::timestamptz[],
-                               $14::bytea[], $15::boolean[], $16::text[], $17::timestamptz[], $18::int[], $19::text[],
-                               $20::text[], $21::int[], $22::text[], coalesce($23::timestamptz, now()))
+    /// Several batches recorded in one round trip: `$1` is `RecordJSON`'s value (see
+    /// sql/functions/push_record.sql), one answer per job.
+    static let record = """
+    SELECT job_id, outcome, remaining_batches, deactivated, ending_codes, ending_nets, has_sms
+      FROM push_record($1::json, coalesce($2::timestamptz, now()))
     """
 
-    /// Notifications' final states (see `push_finalize_notification`), one element each.
+    /// Notifications' final states as PushCore decided them (see
+    /// sql/functions/push_finalize_notifications.sql), one element each.
     static let finalizeNotifications = """
-    SELECT push_finalize_notification(x.id, x.status, x.code, coalesce($4::timestamptz, now()))
-      FROM unnest($1::uuid[], $2::text[], $3::text[]) AS x(id, status, code)
+    SELECT push_finalize_notifications($1::uuid[], $2::text[], $3::text[], $4::int[], coalesce($5::timestamptz, now()))
     """
 
     /// `held`: the running jobs of `$1` (ids) whose lease token is the matching element of `$2`,
@@ -224,14 +216,6 @@ enum JobQueries {
     RETURNING state
     """
 
-    /// Releases a job untouched (graceful shutdown before processing it): back to available now,
-    /// without spending an attempt.
-    static let releaseJob = """
-    UPDATE push_jobs SET state = 'available', attempt = greatest(attempt - 1, 0), lease_token = NULL,
-                         lease_expires_at = NULL, lease_owner = NULL
-     WHERE id = $1::bigint AND lease_token = $2::uuid AND state = 'running'
-    """
-
     /// Sets a job aside at once (`discarded`, with `$3` as its last error), guarded by its lease
     /// token `$2`: for a job that can never succeed, whatever its attempts left.
     static let discardJob = """
@@ -242,8 +226,9 @@ enum JobQueries {
     RETURNING state
     """
 
-    /// `releaseJob` for several jobs: `$1` ids, `$2` their lease tokens; rows locked by id first
-    /// (sql/LOCK_ORDER.md).
+    /// Gives jobs back untouched (graceful shutdown, or a claim over its device budget): back to
+    /// available now without spending an attempt; `$1` ids, `$2` their lease tokens; rows locked by
+    /// id first (sql/LOCK_ORDER.md).
     static let releaseJobs = """
     \(heldJobs)
     UPDATE push_jobs j SET state = 'available', attempt = greatest(j.attempt - 1, 0), lease_token = NULL,

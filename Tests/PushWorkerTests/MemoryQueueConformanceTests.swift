@@ -1,0 +1,31 @@
+import XCTest
+
+/// The queue store's conformance suite (`QueueConformance+*.swift`) on the in-memory store: the
+/// same scenarios as `PGQueueConformanceTests`, so the store the worker tests run on behaves as
+/// PostgreSQL does (ledger, DEVICE_GONE, R-DEV-8, leases, rescue, claims, deferred records).
+final class MemoryQueueConformanceTests: WorkerTestCase {
+    func testPushesSentWhileTheSessionBrokeAreRecordedOnTheNextAndNeverSentAgain() throws { try conformPushesSentWhileTheSessionBrokeAreRecordedOnTheNextAndNeverSentAgain() }
+    func testADeferredOutcomeWhoseLeaseWasLostMeanwhileIsLeftToTheNewOwner() throws { try conformADeferredOutcomeWhoseLeaseWasLostMeanwhileIsLeftToTheNewOwner() }
+    func testAWorkerAskedToStopRecordsWhatItSentBeforeExiting() throws { try conformAWorkerAskedToStopRecordsWhatItSentBeforeExiting() }
+    func testJobsClaimedButNotSentWhenTheSessionBrokeAreGivenBackOnTheNext() throws { try conformJobsClaimedButNotSentWhenTheSessionBrokeAreGivenBackOnTheNext() }
+    func testAHeldJobIsExtendedAndNeverLost() throws { try conformAHeldJobIsExtendedAndNeverLost() }
+    func testAJobTakenOverIsReportedLostAfterTwoMissedHeartbeats() throws { try conformAJobTakenOverIsReportedLostAfterTwoMissedHeartbeats() }
+    func testAJobRecordedThenLetGoBeforeTheNextHeartbeatIsNeverLost() throws { try conformAJobRecordedThenLetGoBeforeTheNextHeartbeatIsNeverLost() }
+    func testLostLeaseRecordsNothingAndTheRescuedJobCompletesOnce() throws { try conformLostLeaseRecordsNothingAndTheRescuedJobCompletesOnce() }
+    func testALostLeaseInTheGroupLosesOnlyThatJobsRecord() throws { try conformALostLeaseInTheGroupLosesOnlyThatJobsRecord() }
+    func testExpiredLeaseIsRescuedAndCompletedExactlyOnce() throws { try conformExpiredLeaseIsRescuedAndCompletedExactlyOnce() }
+    func testFailuresAreLeaseGuardedAndSetAsideOnceOutOfAttempts() throws { try conformFailuresAreLeaseGuardedAndSetAsideOnceOutOfAttempts() }
+    func testScheduledJobIsNotClaimedBeforeSendAt() throws { try conformScheduledJobIsNotClaimedBeforeSendAt() }
+    func testClaimTakesAppsInTurnAndPriorityWithinAnApp() throws { try conformClaimTakesAppsInTurnAndPriorityWithinAnApp() }
+    func testClaimsKeepToTheirDeviceBudgets() throws { try conformClaimsKeepToTheirDeviceBudgets() }
+    func testAnAppsBudgetLetsAnotherAppsSingleNotificationsFillTheClaim() throws { try conformAnAppsBudgetLetsAnotherAppsSingleNotificationsFillTheClaim() }
+    func testLedgerNetsForEveryEnding() throws { try conformLedgerNetsForEveryEnding() }
+    func testAcceptanceChargesAreTheDevicesTheCorePolicyDeliversTo() throws { try conformAcceptanceChargesAreTheDevicesTheCorePolicyDeliversTo() }
+    func testTokenMovedBeforeSendTimeIsDeviceGoneAndRefunded() throws { try conformTokenMovedBeforeSendTimeIsDeviceGoneAndRefunded() }
+    func testAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() throws { try conformAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() }
+    func testVerdictOlderThanReRegistrationDoesNotDeactivate() throws { try conformVerdictOlderThanReRegistrationDoesNotDeactivate() }
+    func testFinalStatesAndTheSMSOutbox() throws { try conformFinalStatesAndTheSMSOutbox() }
+
+    func testClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() throws { try conformClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() }
+    func testTheStoredExpiryReachesTheWorker() throws { try conformTheStoredExpiryReachesTheWorker() }
+}

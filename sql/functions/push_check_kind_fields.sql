@@ -1,0 +1,88 @@
+-- push_check_kind_fields: the bounds and combinations of R-KIND-1..3 (see the header), then sound
+-- and thread_id as sql/0006 bounded them (at most 64 bytes each, as escaped). Mirrors PushCore's
+-- `NotificationContent.validateKind` and PushAcceptance's `SendValidation` for callers that come
+-- straight to push_enqueue.
+CREATE FUNCTION push_check_kind_fields(
+    p_push_type text, p_title text, p_body text, p_badge int, p_sound text, p_thread_id text,
+    p_interruption_level text, p_relevance_score float8, p_category text, p_target_content_id text,
+    p_critical_sound_name text, p_critical_sound_volume float8, p_title_loc_key text, p_title_loc_args text[],
+    p_body_loc_key text, p_body_loc_args text[], p_channel_id text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_shown text;
+BEGIN
+    PERFORM push_check_text_bytes('sound', p_sound, 0, 64, true);
+    PERFORM push_check_text_bytes('thread_id', p_thread_id, 0, 64, true);
+    IF p_push_type NOT IN ('alert', 'background') THEN
+        PERFORM push_refuse('push_type', 'must be alert or background');
+    END IF;
+    IF p_interruption_level IS NOT NULL AND p_interruption_level NOT IN ('passive', 'active', 'time-sensitive', 'critical') THEN
+        PERFORM push_refuse('interruption_level', 'must be passive, active, time-sensitive or critical');
+    END IF;
+    IF p_relevance_score IS NOT NULL AND NOT push_unit_fraction_ok(p_relevance_score) THEN
+        PERFORM push_refuse('relevance_score', 'must be a number from 0 to 1 with at most 4 decimal places');
+    END IF;
+    PERFORM push_check_text_bytes('category', p_category, 1, 64, true);
+    PERFORM push_check_text_bytes('target_content_id', p_target_content_id, 1, 64, true);
+    IF p_critical_sound_name IS NULL AND p_critical_sound_volume IS NOT NULL THEN
+        PERFORM push_refuse('critical_sound.name', 'is required with critical_sound.volume');
+    END IF;
+    PERFORM push_check_text_bytes('critical_sound.name', p_critical_sound_name, 1, 64, true);
+    IF p_critical_sound_volume IS NOT NULL AND NOT push_unit_fraction_ok(p_critical_sound_volume) THEN
+        PERFORM push_refuse('critical_sound.volume', 'must be a number from 0 to 1 with at most 4 decimal places');
+    END IF;
+    IF coalesce(push_json_text_bytes(p_sound), 0) + coalesce(push_json_text_bytes(p_thread_id), 0)
+       + coalesce(push_json_text_bytes(p_category), 0) + coalesce(push_json_text_bytes(p_target_content_id), 0)
+       + coalesce(push_json_text_bytes(p_critical_sound_name), 0) > 128 THEN
+        -- Named: the last of them in request order (sound and thread_id alone always fit).
+        PERFORM push_refuse(CASE WHEN p_critical_sound_name IS NOT NULL THEN 'critical_sound.name'
+                                 WHEN p_target_content_id IS NOT NULL THEN 'target_content_id'
+                                 ELSE 'category' END,
+            'sound (or critical_sound.name), thread_id, category and target_content_id together at most 128 bytes (UTF-8, as escaped in the JSON payload)');
+    END IF;
+    PERFORM push_check_text_bytes('title_loc_key', p_title_loc_key, 1, 256, false);
+    PERFORM push_check_loc_args('title_loc_args', p_title_loc_args);
+    PERFORM push_check_text_bytes('body_loc_key', p_body_loc_key, 1, 256, false);
+    PERFORM push_check_loc_args('body_loc_args', p_body_loc_args);
+    PERFORM push_check_text_bytes('channel_id', p_channel_id, 1, 128, false);
+
+    -- Combinations (R-KIND-1..3), in the order PushCore checks them.
+    IF p_push_type = 'background' THEN
+        v_shown := CASE
+            WHEN p_title IS NOT NULL THEN 'title'
+            WHEN p_body IS NOT NULL THEN 'body'
+            WHEN p_badge IS NOT NULL THEN 'badge'
+            WHEN p_sound IS NOT NULL THEN 'sound'
+            WHEN p_thread_id IS NOT NULL THEN 'thread_id'
+            WHEN p_interruption_level IS NOT NULL THEN 'interruption_level'
+            WHEN p_relevance_score IS NOT NULL THEN 'relevance_score'
+            WHEN p_category IS NOT NULL THEN 'category'
+            WHEN p_target_content_id IS NOT NULL THEN 'target_content_id'
+            WHEN p_critical_sound_name IS NOT NULL THEN 'critical_sound'
+            WHEN p_title_loc_key IS NOT NULL THEN 'title_loc_key'
+            WHEN p_title_loc_args IS NOT NULL THEN 'title_loc_args'
+            WHEN p_body_loc_key IS NOT NULL THEN 'body_loc_key'
+            WHEN p_body_loc_args IS NOT NULL THEN 'body_loc_args'
+            WHEN p_channel_id IS NOT NULL THEN 'channel_id'
+        END;
+        IF v_shown IS NOT NULL THEN
+            PERFORM push_refuse(v_shown, 'a background push (push_type background) carries only data and the collapse key');
+        END IF;
+    END IF;
+    IF p_critical_sound_name IS NOT NULL AND p_sound IS NOT NULL THEN
+        PERFORM push_refuse('critical_sound', 'give sound or critical_sound, not both (both are aps.sound)');
+    END IF;
+    IF p_interruption_level = 'critical' AND p_critical_sound_name IS NULL THEN
+        PERFORM push_refuse('interruption_level', 'critical needs critical_sound (the critical-alert sound dictionary)');
+    END IF;
+    IF p_critical_sound_name IS NOT NULL AND p_interruption_level IS DISTINCT FROM 'critical' THEN
+        PERFORM push_refuse('critical_sound', 'only with interruption_level critical');
+    END IF;
+    IF p_title_loc_args IS NOT NULL AND p_title_loc_key IS NULL THEN
+        PERFORM push_refuse('title_loc_args', 'needs title_loc_key');
+    END IF;
+    IF p_body_loc_args IS NOT NULL AND p_body_loc_key IS NULL THEN
+        PERFORM push_refuse('body_loc_args', 'needs body_loc_key');
+    END IF;
+END
+$$;

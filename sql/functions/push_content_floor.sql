@@ -1,0 +1,16 @@
+-- push_content_floor: a lower bound, in bytes, of the smallest measure any payload kind gives
+-- this content (R-SEND-7): FCM plaintext, whose measure is the `data` keys and values (a
+-- non-string value as its compact JSON text) plus the `notification` title and body; every other
+-- kind measures more. Exact for title, body and string values; for other values, each escape
+-- sequence counts one byte and whitespace none, so the bound never exceeds PushCore's measure
+-- (`DeliveryPlanner.contentFloorCheck`). Over 4096, no device of any kind can take the content.
+CREATE FUNCTION push_content_floor(p_title text, p_body text, p_data json) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(octet_length(p_title), 0)::bigint + coalesce(octet_length(p_body), 0)
+         + coalesce((SELECT sum(octet_length(e.key) + CASE json_typeof(e.value)
+                                WHEN 'string' THEN octet_length(e.value #>> '{}')
+                                ELSE octet_length(regexp_replace(regexp_replace(e.value::text,
+                                         '\\u[0-9a-fA-F]{4}|\\.', '.', 'g'), '[[:space:]]', '', 'g'))
+                              END)
+                       FROM json_each(p_data) e), 0)
+$$;

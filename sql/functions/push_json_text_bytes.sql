@@ -1,0 +1,8 @@
+-- push_json_text_bytes: the UTF-8 bytes of `p` written as a JSON string's contents, escaped as
+-- every payload writes it (R-ENC-9: `"`, `\` and characters below 0x20; PostgreSQL's JSON output
+-- escapes exactly those, to the same lengths). The measure of the fields that travel in clear
+-- beside an encrypted iOS payload (R-LIM-1).
+CREATE FUNCTION push_json_text_bytes(p text) RETURNS int
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT octet_length(to_json(p)::text) - 2
+$$;
