@@ -22,6 +22,8 @@ let testTargets: [Target] = [
     .testTarget(name: "PushBenchTests", dependencies: ["PushBench", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
                 dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
+    .testTarget(name: "PushAPITests",
+                dependencies: ["PushAPI", "PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
 ]
 
 let package = Package(
@@ -52,8 +54,11 @@ let package = Package(
         /// Micro-benchmarks `pushfleet bench` runs for scripts/bench (the sealing floor, provider clients'
         /// CPU); PushCrypto lends its P-256 scratch through the `Benchmarks` SPI, nothing else.
         .target(name: "PushBench", dependencies: ["PushCrypto", "PushCore", "PushProviders"]),
+        // The HTTP API (issue 14): routing, JSON decoding, auth, limits and encoding, on libmicrohttpd.
+        .target(name: "PushAPI", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushAcceptance", "PushWorker",
+                                                "CPushShims", "CMicroHTTPD"]),
         .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker",
-                                                          "PushAcceptance", "PushBench"]),
+                                                          "PushAcceptance", "PushBench", "PushAPI"]),
 
         // MARK: - Tests (see `testTargets` below)
         /// Test-only helpers shared by the test targets (test targets cannot share files): `RepoPaths`,

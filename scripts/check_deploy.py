@@ -31,6 +31,18 @@ METRICS = {
     "pushfleet_sms_total": "counter",
     "pushfleet_sms_retries_total": "counter",
     "pushfleet_sms_request_duration_seconds": "histogram",
+    # The HTTP API (`pushfleet api`, issue 14), from each replica's management address.
+    "pushfleet_api_requests_total": "counter",
+    "pushfleet_api_request_duration_seconds": "histogram",
+    "pushfleet_api_rate_limited_total": "counter",
+    "pushfleet_api_db_errors_total": "counter",
+    "pushfleet_api_db_pool_connections": "gauge",
+    "pushfleet_api_db_pool_max_connections": "gauge",
+    "pushfleet_api_db_pool_waiting": "gauge",
+    "pushfleet_api_connections": "gauge",
+    "pushfleet_api_inflight_requests": "gauge",
+    "pushfleet_api_deadline_closed_total": "counter",
+    "pushfleet_api_ready": "gauge",
     # Webhooks (issue 19, part 7).
     "pushfleet_webhook_attempts_total": "counter",
     "pushfleet_webhook_deliveries_total": "counter",
@@ -40,6 +52,8 @@ METRICS = {
     "pushfleet_webhook_endpoints_disabled": "gauge",
     "pushfleet_webhook_oldest_pending_age_seconds": "gauge",
 }
+API_PORT = 8080
+API_MANAGEMENT_PORT = 9465
 METRICS_PORT = 9464
 KEDA_GROUP = "keda.sh/"
 K8S_VERSIONS = ("1.29.0", None)  # None: the newest schema kubernetes-validate ships
@@ -51,10 +65,13 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "worker not ready": "pushfleet_ready",
     "database errors": "pushfleet_db_errors_total",
     "SMS fallback outcome unknown": "pushfleet_sms_total",
+    "api 5xx ratio": "pushfleet_api_requests_total",
+    "api p99 latency": "pushfleet_api_request_duration_seconds",
+    "api replica not ready": "pushfleet_api_ready",
     "webhook endpoints disabled": "pushfleet_webhook_endpoints_disabled_total",
 }
 DASHBOARD_METRICS = set(METRICS) - {"pushfleet_credentials_invalid_total", "pushfleet_db_errors_total",
-                                    "pushfleet_ready", "pushfleet_jobs_claimed_total",
+                                    "pushfleet_ready", "pushfleet_jobs_claimed_total", "pushfleet_api_db_errors_total",
                                     # SMS fallbacks: alerted on (PushfleetSMSOutcomeUnknown), no panel yet
                                     "pushfleet_sms_total", "pushfleet_sms_retries_total",
                                     "pushfleet_sms_request_duration_seconds"}
@@ -272,9 +289,14 @@ def check_kustomization(root, p):
             p.expect(image in images, where, f"no images entry rewrites '{image}' ({rel(root, path2)})")
 
 
+def component(doc):
+    """The app.kubernetes.io/component label of a workload's pods (worker, api)."""
+    return dig(doc, "spec", "template", "metadata", "labels", "app.kubernetes.io/component")
+
+
 def check_consistency(root, p):
     docs = manifests(root)
-    deployment = dig(by_kind(docs, "Deployment"), 0, 1)
+    deployment = next((d for _, d in by_kind(docs, "Deployment") if component(d) == "worker"), None)
     if not p.expect(deployment, "deploy/kubernetes", "no Deployment"):
         return
     where = "deployment.yaml"
@@ -339,16 +361,30 @@ def check_consistency(root, p):
         for ref in dig(auth, "spec", "secretTargetRef", default=[]) or []:
             p.expect(ref.get("key") in secret.get(ref.get("name"), set()), rel(root, path),
                      f"secret {ref.get('name')}/{ref.get('key')} is not in secret.example.yaml")
-    # Selectors of the Service and the PDB pick the worker pods; the PDB leaves room to drain.
+    # Each Service and PDB picks the pods of exactly one Deployment (the worker's or the API's),
+    # and a Service's target ports are ports that Deployment's container names.
+    pods = {dig(d, "metadata", "name"): d for _, d in by_kind(docs, "Deployment")}
     for kind in ("Service", "PodDisruptionBudget"):
         for path, doc in by_kind(docs, kind):
             selector = dig(doc, "spec", "selector", "matchLabels") if kind != "Service" else dig(doc, "spec", "selector")
-            p.expect(selector and all(labels.get(k) == v for k, v in selector.items()), rel(root, path),
-                     f"{kind} selector does not match the worker pods")
+            picked = [d for d in pods.values()
+                      if selector and all(dig(d, "spec", "template", "metadata", "labels", default={}).get(k) == v
+                                          for k, v in selector.items())]
+            if not p.expect(len(picked) == 1, rel(root, path), f"{kind} selector must match the pods of one Deployment"):
+                continue
+            if kind == "Service":
+                container = dig(picked[0], "spec", "template", "spec", "containers", 0, default={})
+                names = {port.get("name") for port in container.get("ports", [])}
+                numbers = {port.get("containerPort") for port in container.get("ports", [])}
+                for port in dig(doc, "spec", "ports", default=[]) or []:
+                    p.expect(port.get("targetPort") in names | numbers, rel(root, path),
+                             f"targetPort {port.get('targetPort')} is not a port of {dig(picked[0], 'metadata', 'name')}")
     for path, service in by_kind(docs, "Service"):
-        for port in dig(service, "spec", "ports", default=[]) or []:
-            p.expect(port.get("targetPort") in ("metrics", METRICS_PORT), rel(root, path), "targetPort must be metrics")
-    pdb = dig(by_kind(docs, "PodDisruptionBudget"), 0, 1)
+        if dig(service, "spec", "selector", "app.kubernetes.io/component") == "worker":
+            for port in dig(service, "spec", "ports", default=[]) or []:
+                p.expect(port.get("targetPort") in ("metrics", METRICS_PORT), rel(root, path), "targetPort must be metrics")
+    pdb = next((d for _, d in by_kind(docs, "PodDisruptionBudget")
+                if dig(d, "spec", "selector", "matchLabels", "app.kubernetes.io/component") == "worker"), None)
     scaled = dig(by_kind(docs, "ScaledObject"), 0, 1)
     if p.expect(pdb and scaled, "deploy/kubernetes", "needs a PodDisruptionBudget and a ScaledObject"):
         p.expect(dig(pdb, "spec", "minAvailable") == 1, "pdb.yaml", "minAvailable must be 1")
@@ -370,8 +406,9 @@ if __name__ == "__main__":
     # Split by topic to keep files small; they import the helpers above from this module.
     from check_deploy_artifacts import CHECKS as ARTIFACT_CHECKS
     from check_deploy_more import CHECKS as MORE_CHECKS
+    from check_deploy_api import CHECKS as API_CHECKS
     checks = {"yaml": check_yaml, "k8s": check_k8s, "keda": check_keda, "kustomization": check_kustomization,
-              "consistency": check_consistency, **MORE_CHECKS, **ARTIFACT_CHECKS}
+              "consistency": check_consistency, **MORE_CHECKS, **ARTIFACT_CHECKS, **API_CHECKS}
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("check", choices=sorted(checks))
     parser.add_argument("--root", required=True)

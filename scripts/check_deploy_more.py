@@ -186,21 +186,28 @@ def check_systemd_policy(root, p):
             p.expect(one.get(key) == wanted, where, f"{key}={wanted} required")
         exec_start = one.get("ExecStart", "")
         if name == "pushfleet-worker.service":
-            p.expect(exec_start.endswith(" worker"), where, "ExecStart must run `pushfleet worker`")
-            p.expect(one.get("Restart") == "always", where, "Restart=always required")
-            p.expect(one.get("KillSignal") == "SIGTERM", where, "KillSignal=SIGTERM required")
-            drain = 25
-            for env in values.get("Environment", []):
-                if env.startswith("PUSHFLEET_DRAIN_SECONDS="):
-                    drain = int(env.split("=", 1)[1])
-            stop = seconds(one.get("TimeoutStopSec"))
-            p.expect(stop is not None and stop >= drain + 5, where,
-                     f"TimeoutStopSec ({one.get('TimeoutStopSec')}) must exceed the drain ({drain} s) by 5 s or more")
-            p.expect("pushfleet-migrate.service" in " ".join(values.get("After", [])), where,
-                     "must start After=pushfleet-migrate.service")
+            check_long_running_unit(p, where, values, "worker", "PUSHFLEET_DRAIN_SECONDS", 25)
         elif name == "pushfleet-migrate.service":
             p.expect(exec_start.endswith(" migrate"), where, "ExecStart must run `pushfleet migrate`")
             p.expect(one.get("Type") == "oneshot", where, "Type=oneshot required")
+
+
+def check_long_running_unit(p, where, values, command, drain_variable, default_drain):
+    """A `pushfleet <command>` service that drains on SIGTERM: restarted always, stopped by SIGTERM
+    with TimeoutStopSec 5 s or more beyond its drain, started after the migration."""
+    one = {k: v[-1] for k, v in values.items()}
+    p.expect(one.get("ExecStart", "").endswith(f" {command}"), where, f"ExecStart must run `pushfleet {command}`")
+    p.expect(one.get("Restart") == "always", where, "Restart=always required")
+    p.expect(one.get("KillSignal") == "SIGTERM", where, "KillSignal=SIGTERM required")
+    drain = default_drain
+    for env in values.get("Environment", []):
+        if env.startswith(f"{drain_variable}="):
+            drain = int(env.split("=", 1)[1])
+    stop = seconds(one.get("TimeoutStopSec"))
+    p.expect(stop is not None and stop >= drain + 5, where,
+             f"TimeoutStopSec ({one.get('TimeoutStopSec')}) must exceed the drain ({drain} s) by 5 s or more")
+    p.expect("pushfleet-migrate.service" in " ".join(values.get("After", [])), where,
+             "must start After=pushfleet-migrate.service")
 
 
 CHECKS = {"alerts-contract": check_alerts_contract, "systemd-verify": check_systemd_verify,

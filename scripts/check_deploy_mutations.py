@@ -42,6 +42,16 @@ MUTATIONS = {
     "dockerfile-root-user": ("dockerfile", "deploy/Dockerfile", "USER 10001:10001", "USER root"),
     "dockerfile-dynamic-stdlib": ("dockerfile", "deploy/Dockerfile", "--product pushfleet --static-swift-stdlib",
                                   "--product pushfleet"),
+    "api-probe-public-port": ("api", "deploy/kubernetes/api-deployment.yaml",
+                              "path: /readyz\n              port: management", "path: /readyz\n              port: http"),
+    "api-grace-below-drain": ("api", "deploy/kubernetes/api-deployment.yaml", "terminationGracePeriodSeconds: 30",
+                              "terminationGracePeriodSeconds: 20"),
+    "api-service-management-port": ("api", "deploy/kubernetes/api-service.yaml", "targetPort: http",
+                                    "targetPort: management"),
+    "api-unit-runs-worker": ("api-unit", "deploy/systemd/pushfleet-api.service", "ExecStart=/usr/local/bin/pushfleet api",
+                             "ExecStart=/usr/local/bin/pushfleet worker"),
+    "alert-api-unknown-metric": ("alerts-contract", "deploy/prometheus/alerts.yml", "pushfleet_api_ready == 0",
+                                 "pushfleet_api_readiness == 0"),
     "dockerignore-drops-sources": ("dockerignore", ".dockerignore", "!Sources", "!Sources\nSources/**"),
 }
 

@@ -71,10 +71,11 @@ int cpush_socket_set_cork(cpush_socket_set *set, int on) {
 int cpush_socket_set_count(const cpush_socket_set *set) { return set->count; }
 
 /* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
- * ("Server reached connection limit...", a malformed request) as event metrics.http, the text
- * escaped for JSON and cut to 400 bytes. A request's content never reaches these messages. */
-static void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
-    (void)cls;
+ * ("Server reached connection limit...", a malformed request) as the event named by cls (a C
+ * string; NULL: metrics.http), the text escaped for JSON and cut to 400 bytes. A request's content
+ * never reaches these messages. */
+void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
+    const char *event = cls == NULL ? "metrics.http" : (const char *)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     struct timespec now;
@@ -83,9 +84,9 @@ static void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
     gmtime_r(&now.tv_sec, &parts);
     char line[1200];
     int n = snprintf(line, sizeof line,
-                     "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"warn\",\"event\":\"metrics.http\",\"message\":\"",
+                     "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"warn\",\"event\":\"%s\",\"message\":\"",
                      parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
-                     parts.tm_sec, now.tv_nsec / 1000000);
+                     parts.tm_sec, now.tv_nsec / 1000000, event);
     if (n < 0) return;
     size_t len = (size_t)n;
     for (size_t i = 0; msg[i] != '\0' && i < 400 && len + 8 < sizeof line; i++) {

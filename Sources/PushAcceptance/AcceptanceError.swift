@@ -30,9 +30,15 @@ public struct AcceptanceError: Error, Sendable, Hashable, CustomStringConvertibl
         self.bytesToCut = bytesToCut
     }
 
-    /// The same refusal as a PushCore or PushStore `PushError` (its code, message and field).
+    /// The same refusal as a PushCore or PushStore `PushError` (its code and field; its message
+    /// naming notifications, devices and apps by their prefixed ids, R-API-4, where the SQL
+    /// functions wrote their UUIDs).
     public init(_ error: PushError) {
-        self.init(error.code, error.message, field: error.field)
+        var message = error.message
+        for (kind, word) in [(IDKind.notification, "notification"), (.device, "device"), (.app, "push app")] {
+            message = PrefixedID.prefixing(kind, after: word, in: message)
+        }
+        self.init(error.code, message, field: error.field)
     }
 
     /// `VALIDATION_ERROR` for `field`, message `field: why`.

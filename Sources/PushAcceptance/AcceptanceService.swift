@@ -72,7 +72,7 @@ public final class AcceptanceService {
         guard let preview = try store.sendPreview(appID: request.appID, mode: request.mode.rawValue,
                                                   userIDs: request.userIDs, deviceIDs: request.deviceIDs),
               !preview.app.deleted else {
-            throw AcceptanceError(.notFound, "app_id: no push app \(request.appID.uuidString.lowercased())", field: "app_id")
+            throw AcceptanceError(.notFound, "app_id: no push app \(PrefixedID.format(.app, request.appID))", field: "app_id")
         }
         let planner = DeliveryPlanner(content: valid.content,
                                       placeholders: AppPlaceholders(title: preview.app.placeholderTitle,
@@ -107,7 +107,7 @@ public final class AcceptanceService {
     ///   is final; `PGError` on database failure.
     public func cancelNotification(id: UUID, appID: UUID? = nil, mode: Mode? = nil) throws {
         let store = NotificationStore(connection: try connection())
-        let shown = id.uuidString.lowercased()
+        let shown = PrefixedID.format(.notification, id)
         guard let scope = try store.scope(id: id), appID.map({ $0 == scope.appID }) ?? true,
               mode.map({ $0.rawValue == scope.mode }) ?? true else {
             throw AcceptanceError(.notFound, "no notification \(shown)")
@@ -156,15 +156,16 @@ public final class AcceptanceService {
     public func deleteDevice(appID: UUID, mode: Mode, deviceID: UUID) throws {
         let registry = DeviceRegistry(connection: try connection())
         guard try Self.stored({ try registry.delete(appID: appID, mode: mode, deviceID: deviceID) }) else {
-            throw AcceptanceError(.notFound, "no active device \(deviceID.uuidString.lowercased()) in this app and mode")
+            throw AcceptanceError(.notFound, "no active device \(PrefixedID.format(.device, deviceID)) in this app and mode")
         }
     }
 
     // MARK: - Apps
 
-    /// Creates a push app (R-APP-1): name 1 to 200 characters, placeholders at most 128 bytes each
-    /// as escaped in JSON (R-LIM-1).
-    /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
+    /// Creates a push app (R-APP-1) in `request.accountID`'s account (R-API-1): name 1 to 200
+    /// characters, placeholders at most 128 bytes each as escaped in JSON (R-LIM-1).
+    /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field, `NOT_FOUND` for an unknown
+    ///   account; `PGError` on database failure.
     public func createApp(_ request: AppCreateRequest) throws -> PushApp {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
@@ -174,7 +175,7 @@ public final class AcceptanceService {
             try store.appCreate(name: request.name, requireEncryption: request.requireEncryption,
                                 placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                 placeholderTitleLocKey: request.placeholderTitleLocKey,
-                                placeholderBodyLocKey: request.placeholderBodyLocKey)
+                                placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID)
         }
     }
 
@@ -194,7 +195,7 @@ public final class AcceptanceService {
                                 name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
         }) else {
-            throw AcceptanceError(.notFound, "no push app \(id.uuidString.lowercased())")
+            throw AcceptanceError(.notFound, "no push app \(PrefixedID.format(.app, id))")
         }
         return app
     }

@@ -212,16 +212,20 @@ public struct AppCreateRequest: Sendable, Equatable {
     public var placeholderTitleLocKey: String?
     /// Field `placeholder_body_loc_key` (R-KIND-3); nil or empty = none.
     public var placeholderBodyLocKey: String?
+    /// The owning account (R-API-1: the API key's); nil = the default account (sql/0008).
+    public var accountID: UUID?
 
     /// Makes a request.
     public init(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
-                placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil) {
+                placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil,
+                accountID: UUID? = nil) {
         self.name = name
         self.requireEncryption = requireEncryption
         self.placeholderTitle = placeholderTitle
         self.placeholderBody = placeholderBody
         self.placeholderTitleLocKey = placeholderTitleLocKey
         self.placeholderBodyLocKey = placeholderBodyLocKey
+        self.accountID = accountID
     }
 }
 

@@ -53,7 +53,7 @@ public enum WebhookBody {
         guard case .object(let p)? = try? JSONParser.parse(event.payload) else {
             throw Failure.malformed("payload is not a JSON object")
         }
-        let app = JSONValue.string(PrefixedID.format(event.appID, .app))
+        let app = JSONValue.string(PrefixedID.format(.app, event.appID))
         var data: [JSONObject.Member]
         switch type {
         case .pushDeviceDeactivated:
@@ -89,7 +89,7 @@ public enum WebhookBody {
                     .init("segments", try optionalNumber(p, "segments"))]
         }
         let body = JSONObject([
-            .init("id", .string(PrefixedID.format(event.publicID, .event))),
+            .init("id", .string(PrefixedID.format(.event, event.publicID))),
             .init("type", .string(type.rawValue)),
             .init("created_at", .string(RFC3339.utcMilliseconds(event.createdAt))),
             .init("data", .object(JSONObject(data))),
@@ -120,12 +120,12 @@ public enum WebhookBody {
         }
     }
 
-    private static func id(_ p: JSONObject, _ key: String, _ kind: PrefixedID.Kind) throws -> JSONValue {
+    private static func id(_ p: JSONObject, _ key: String, _ kind: IDKind) throws -> JSONValue {
         guard case .string(let s)? = p[key], let u = UUID(uuidString: s) else { throw Failure.malformed(key) }
-        return .string(PrefixedID.format(u, kind))
+        return .string(PrefixedID.format(kind, u))
     }
 
-    private static func optionalID(_ p: JSONObject, _ key: String, _ kind: PrefixedID.Kind) throws -> JSONValue {
+    private static func optionalID(_ p: JSONObject, _ key: String, _ kind: IDKind) throws -> JSONValue {
         if p[key] == nil || p[key] == .null { return .null }
         return try id(p, key, kind)
     }

@@ -3,7 +3,7 @@ import PushCore
 
 /// A push app as stored (R-APP-1).
 public struct PushApp: Sendable, Codable, Equatable {
-    @LowercaseUUID public var id: UUID
+    @PrefixedUUID<AppIDKind> public var id: UUID
     public var name: String
     public var requireEncryption: Bool
     public var placeholderTitle: String
@@ -27,18 +27,19 @@ public final class AppStore {
         self.connection = connection
     }
 
-    /// Creates an app through `push_app_create` (sql/0006); nil arguments take the defaults of R-APP-1
-    /// (no placeholder loc keys). Placeholder loc keys (R-KIND-3) are set by `push_app_update` in the
-    /// same transaction (sql/0011 leaves `push_app_create` as it is).
-    /// - Throws: `PushError` `VALIDATION_ERROR` naming the field out of its bounds (R-LIM-1);
-    ///   `PGError` on database failure.
+    /// Creates an app through `push_app_create` (sql/0008); nil arguments take the defaults of R-APP-1
+    /// (no placeholder loc keys). `accountID` owns it (R-API-1); nil: the default account (sql/0008).
+    /// Placeholder loc keys (R-KIND-3) are set by `push_app_update` in the same transaction
+    /// (sql/0011 leaves `push_app_create` as it is).
+    /// - Throws: `PushError` `VALIDATION_ERROR` naming the field out of its bounds (R-LIM-1),
+    ///   `NOT_FOUND` for an unknown account; `PGError` on database failure.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil,
-                          placeholderBodyLocKey: String? = nil) throws -> PushApp {
+                          placeholderBodyLocKey: String? = nil, accountID: UUID? = nil) throws -> PushApp {
         func create(_ c: PGConnection) throws -> PushApp {
             try Self.decode(c.exec(RegistryQueries.appCreate, [
                 .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-                placeholderBody.map(PGValue.text),
+                placeholderBody.map(PGValue.text), accountID.map(PGValue.uuid),
             ]))
         }
         return try StoreErrors.mapped {

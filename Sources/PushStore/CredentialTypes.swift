@@ -12,7 +12,7 @@ public enum CredentialState: String, Sendable, Hashable, Codable {
 
 /// A credential set without its secret: what `apps credentials show` prints and the planner reads.
 public struct CredentialSummary: Sendable, Equatable, Codable {
-    @LowercaseUUID public var appID: UUID
+    @PrefixedUUID<AppIDKind> public var appID: UUID
     public var kind: CredentialKind
     public var state: CredentialState
     /// First live acceptance (R-APP-3); kept for good once set, whatever state follows.

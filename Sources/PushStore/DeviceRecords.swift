@@ -3,9 +3,9 @@ import Foundation
 /// A device as stored after a registration: what the API answers (issue 14), never its key.
 public struct StoredDevice: Sendable, Equatable, Codable {
     /// The device id.
-    @LowercaseUUID public var id: UUID
+    @PrefixedUUID<DeviceIDKind> public var id: UUID
     /// Its push app.
-    @LowercaseUUID public var appID: UUID
+    @PrefixedUUID<AppIDKind> public var appID: UUID
     /// `ios`, `android` or `web`.
     public var platform: String
     /// The user it belongs to now (R-DEV-2).
@@ -39,13 +39,13 @@ public struct StoredDevice: Sendable, Equatable, Codable {
 /// What a registration did (R-DEV-2, R-DEV-5, R-DEV-7).
 public struct RegistrationResult: Sendable, Equatable, Codable {
     /// The device's id: new, or the existing device of that token or endpoint (R-DEV-2).
-    @LowercaseUUID public var deviceID: UUID
+    @PrefixedUUID<DeviceIDKind> public var deviceID: UUID
     /// A new device (new token or endpoint).
     public var created: Bool
     /// A deactivated device registered again (R-DEV-7).
     public var reactivated: Bool
     /// Devices of the same user deactivated with DEVICE_LIMIT (R-DEV-5).
-    @LowercaseUUIDs public var evicted: [UUID]
+    @PrefixedUUIDs<DeviceIDKind> public var evicted: [UUID]
     /// The device as stored now.
     public var device: StoredDevice
 
@@ -62,7 +62,7 @@ public struct RegistrationResult: Sendable, Equatable, Codable {
 /// A device as the API shows it: never its key, only `encryption_key_id` (R-DEV-3).
 public struct DeviceInfo: Sendable, Codable, Equatable {
     /// The device id.
-    @LowercaseUUID public var id: UUID
+    @PrefixedUUID<DeviceIDKind> public var id: UUID
     /// `ios`, `android` or `web` (as stored; a newer release may add others).
     public var platform: String
     /// Provider token (iOS, Android); nil for web.

@@ -6,9 +6,9 @@ public struct LedgerViolation: Sendable, Equatable, Codable {
     /// `NET_MISMATCH`, `DEVICE_COUNT_MISMATCH`, `SMS_LEDGER_MISMATCH`.
     public var violation: String
     /// The notification concerned.
-    @LowercaseUUID public var notificationID: UUID
+    @PrefixedUUID<NotificationIDKind> public var notificationID: UUID
     /// The device concerned; nil for a notification-level violation (`DEVICE_COUNT_MISMATCH`).
-    @LowercaseOptionalUUID public var deviceID: UUID?
+    @PrefixedOptionalUUID<DeviceIDKind> public var deviceID: UUID?
     /// Human detail (counts, the delivery's ending, what it nets and should net).
     public var detail: String
 }

@@ -50,7 +50,7 @@ public struct EnqueueRequest: Sendable {
 /// A notification with its deliveries and ledger, for `pushfleet notifications show`.
 public struct NotificationReport: Sendable, Codable {
     public struct Delivery: Sendable, Codable {
-        @LowercaseUUID public var deviceID: UUID
+        @PrefixedUUID<DeviceIDKind> public var deviceID: UUID
         public var status: String
         public var errorCode: String?
         public var errorDetail: String?
@@ -67,12 +67,12 @@ public struct NotificationReport: Sendable, Codable {
         public var payloadBytes: Int?
     }
     public struct LedgerRow: Sendable, Codable {
-        @LowercaseUUID public var deviceID: UUID
+        @PrefixedUUID<DeviceIDKind> public var deviceID: UUID
         public var kind: String
         public var reason: String?
     }
-    @LowercaseUUID public var id: UUID
-    @LowercaseUUID public var appID: UUID
+    @PrefixedUUID<NotificationIDKind> public var id: UUID
+    @PrefixedUUID<AppIDKind> public var appID: UUID
     public var mode: String
     public var status: String
     public var encrypted: Bool?
@@ -129,7 +129,9 @@ public final class NotificationStore {
 
     /// UTF-8 text when the bytes are valid UTF-8 without control characters, else `base64url:...`.
     static func printable(_ bytes: [UInt8]) -> String {
-        if let text = String(validatingUTF8: bytes.map { CChar(bitPattern: $0) } + [0]),
+        // All of the bytes: a C-string reading would stop at the first NUL (the aes128gcm header's
+        // record size holds one at byte 16, and a salt starting with 0x00 read as "").
+        if let text = String(validating: bytes, as: UTF8.self),
            !text.unicodeScalars.contains(where: { $0.value < 0x20 }) {
             return text
         }

@@ -31,8 +31,8 @@ public final class PGQueueStore: QueueStore {
 
     public var maintenance: MaintenanceStore? { MaintenanceStore(connection: connection) }
 
-    public func healthProbe() throws -> DatabaseHealth {
-        try Self.run { try HealthStore(connection: connection).healthProbe() }
+    public func healthProbe(required: [Int]) throws -> DatabaseHealth {
+        try Self.run { try HealthStore(connection: connection).healthProbe(required: required) }
     }
 
     public func waitForWork(timeout: Double) throws {

@@ -16,8 +16,9 @@ public protocol QueueStore: AnyObject {
     /// False once the session is known to be broken (a new one is needed).
     var isHealthy: Bool { get }
 
-    /// The database's schema version and whether it takes writes (the readiness gate's probe).
-    func healthProbe() throws -> DatabaseHealth
+    /// The database's schema version, which of the `required` migration versions it lacks and
+    /// whether it takes writes (the readiness gate's probe).
+    func healthProbe(required: [Int]) throws -> DatabaseHealth
     /// Blocks until new work is announced or `timeout` seconds pass.
     func waitForWork(timeout: Double) throws
     /// Retention and cleanup on this session, or nil where the store keeps nothing to clean.

@@ -158,7 +158,7 @@ public struct QueueStats: Sendable, Equatable, Codable {
 public struct JobSummary: Sendable, Codable {
     public var id: Int64
     public var kind: JobKind
-    @LowercaseUUID public var notificationID: UUID
+    @PrefixedUUID<NotificationIDKind> public var notificationID: UUID
     public var state: JobState
     public var attempt: Int
     public var maxAttempts: Int

@@ -46,7 +46,7 @@ public final class Log: @unchecked Sendable {
     /// `date` as RFC 3339 UTC with milliseconds, e.g. `2026-11-29T15:10:03.612Z` (what
     /// `ISO8601DateFormatter` with fractional seconds prints), written with `gmtime_r` and digits:
     /// Foundation's formatter goes through ICU and showed in worker profiles.
-    static func timestamp(_ date: Date) -> String {
+    public static func timestamp(_ date: Date) -> String {
         let t = date.timeIntervalSince1970
         let whole = t.rounded(.down)
         var seconds = time_t(whole)

@@ -137,7 +137,9 @@ public final class WorkerMetrics: @unchecked Sendable {
         return out
     }
 
-    static func histogramLines(_ name: String, _ h: Histogram, labels: String) -> String {
+    /// The `_bucket`, `_sum` and `_count` lines of histogram `name`; `labels` is `k="v",` text put
+    /// before `le` (empty for none).
+    public static func histogramLines(_ name: String, _ h: Histogram, labels: String) -> String {
         let s = h.snapshot
         var out = ""
         for (i, b) in h.bounds.enumerated() { out += "\(name)_bucket{\(labels)le=\"\(b)\"} \(s.buckets[i])\n" }

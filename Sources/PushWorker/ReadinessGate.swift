@@ -10,15 +10,24 @@ public final class ReadinessGate {
     /// (the SMS dispatcher's functions, on sql/0009_webhooks's leased outbox); sql/0011_push_kinds
     /// gives the kind columns its claim reads; sql/0010_typed_record the queue functions answering
     /// per job (their locks in the order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook
-    /// dispatcher and retention deleting events with their outbox rows; sql/0007 seals provider tokens.
+    /// dispatcher and retention deleting events with their outbox rows; sql/0008_api_accounts the
+    /// accounts and keys of `pushfleet api` and the account-aware `push_app_create` the CLI calls;
+    /// sql/0007 seals provider tokens.
     public static let requiredSchemaVersion = 12
+
+    /// Every migration this build uses (the `sql/` files' versions up to `requiredSchemaVersion`;
+    /// `ReadinessTests` holds it to the directory). All must be recorded, not only the highest: a
+    /// branch's migration can land after higher ones (0008 and 0010 after 0011), and a database
+    /// migrated by an earlier main records 0011 without them.
+    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
         /// Work may be claimed.
         case ready
-        /// `schema_migrations` is behind this build: run `pushfleet migrate`.
-        case schemaTooOld(found: Int, needed: Int)
+        /// `schema_migrations` is behind this build (its highest version is below `needed`, or a
+        /// migration this build uses is missing): run `pushfleet migrate`.
+        case schemaTooOld(found: Int, needed: Int, missing: [Int])
         /// The server refuses writes (read-only default or standby).
         case readOnly
 
@@ -35,6 +44,7 @@ public final class ReadinessGate {
     private let metrics: WorkerMetrics
     private let log: Log
     private let requiredVersion: Int
+    private let requiredMigrations: [Int]
     private let interval: Double
     private weak var probed: AnyObject?
     private var probedAt = Date.distantPast
@@ -42,12 +52,14 @@ public final class ReadinessGate {
 
     /// - Parameters:
     ///   - requiredVersion: minimum schema version (default `requiredSchemaVersion`).
+    ///   - requiredMigrations: versions that must all be recorded (default `requiredMigrations`).
     ///   - interval: seconds between probes of the same connection (default 5).
     public init(metrics: WorkerMetrics, log: Log = .shared, requiredVersion: Int = ReadinessGate.requiredSchemaVersion,
-                interval: Double = 5) {
+                requiredMigrations: [Int] = ReadinessGate.requiredMigrations, interval: Double = 5) {
         self.metrics = metrics
         self.log = log
         self.requiredVersion = requiredVersion
+        self.requiredMigrations = requiredMigrations
         self.interval = interval
     }
 
@@ -55,7 +67,7 @@ public final class ReadinessGate {
     /// whether work may be claimed. - Throws: the store's error when the probe fails (connection broken).
     public func admit(_ store: QueueStore, now: Date = Date()) throws -> Bool {
         if probed !== store || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
-            let health = try store.healthProbe()
+            let health = try store.healthProbe(required: requiredMigrations)
             record(Self.verdict(health, requiredVersion: requiredVersion))
             probed = store
             probedAt = now
@@ -72,7 +84,9 @@ public final class ReadinessGate {
 
     /// The verdict for a probe result (pure).
     public static func verdict(_ h: DatabaseHealth, requiredVersion: Int) -> Verdict {
-        if h.schemaVersion < requiredVersion { return .schemaTooOld(found: h.schemaVersion, needed: requiredVersion) }
+        if h.schemaVersion < requiredVersion || !h.missingVersions.isEmpty {
+            return .schemaTooOld(found: h.schemaVersion, needed: requiredVersion, missing: h.missingVersions)
+        }
         if h.readOnly { return .readOnly }
         return .ready
     }
@@ -84,8 +98,9 @@ public final class ReadinessGate {
         switch v {
         case .ready:
             log.info("worker.ready", [:])
-        case .schemaTooOld(let found, let needed):
+        case .schemaTooOld(let found, let needed, let missing):
             log.error("worker.not_ready", ["reason": v.reason, "schema_version": found, "required_version": needed,
+                                           "missing_versions": missing.map(String.init).joined(separator: ","),
                                            "hint": "run pushfleet migrate with this release's sql/"])
         case .readOnly:
             log.error("worker.not_ready", ["reason": v.reason, "hint": "the server refuses writes; waiting"])

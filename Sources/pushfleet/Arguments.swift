@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 
 /// A parsed command line: positional words and `--name value` / `--flag` options.
 /// Options may repeat (`--user a --user b`); `--name=value` is accepted too.
@@ -99,8 +100,17 @@ struct Arguments {
         }
     }
 
+    /// A UUID, or for `--app`, `--device` and `--account` also its prefixed form (R-API-4: the
+    /// CLI accepts both).
     func uuid(_ name: String) throws -> UUID? {
         guard let v = value(name) else { return nil }
+        let kinds: [String: IDKind] = ["app": .app, "device": .device, "account": .account]
+        if let kind = kinds[name] {
+            guard let u = PrefixedID.parseLenient(v, as: kind) else {
+                throw CLIError.usage("--\(name) must be a \(kind.rawValue)_... id or a UUID")
+            }
+            return u
+        }
         guard let u = UUID(uuidString: v) else { throw CLIError.usage("--\(name) must be a UUID") }
         return u
     }

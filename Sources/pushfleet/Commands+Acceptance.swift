@@ -21,7 +21,7 @@ extension Commands {
                 name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key")))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account")))
         case "update":
             let id = try appID(args, position: 2)
             app = try service().updateApp(id: id, AppUpdateRequest(
@@ -34,20 +34,20 @@ extension Commands {
         case "delete":
             let id = try appID(args, position: 2)
             let store = AppStore(connection: try connect())
-            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(id.uuidString.lowercased())") }
+            guard try store.appDelete(id: id) else { throw PushError(.notFound, "no push app \(PrefixedID.format(.app, id))") }
             app = try store.appGet(id: id)
         default:
             throw CLIError.usage("apps \(sub.prefix(20)): unknown; see pushfleet apps --help")
         }
         guard let app else { throw PushError(.notFound, "no such push app") }
         out.emit(app) {
-            "app \(app.id.uuidString.lowercased())  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")\(app.deleted ? "  (deleted)" : "")"
+            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")\(app.deleted ? "  (deleted)" : "")"
         }
     }
 
     static func appID(_ args: Arguments, position: Int) throws -> UUID {
         let text = args.positional.count > position ? args.positional[position] : args.value("app")
-        guard let text, let id = UUID(uuidString: text) else { throw CLIError.usage("give the app id (a UUID)") }
+        guard let text, let id = PrefixedID.parseLenient(text, as: .app) else { throw CLIError.usage("give the app id (papp_... or a UUID)") }
         return id
     }
 
@@ -71,20 +71,21 @@ extension Commands {
                 userID: try args.required("user"), apnsEnvironment: args.value("apns-environment"), encryptionKey: key,
                 allowLoopbackEndpoints: args.flag("allow-loopback-endpoints")))
             out.emit(RegisterOutput(r)) {
-                "device \(r.device.id.uuidString.lowercased())\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
+                "device \(PrefixedID.format(.device, r.device.id))\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
             }
         case "delete":
-            guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
-                throw CLIError.usage("give the device id")
+            guard args.positional.count > 2, let id = PrefixedID.parseLenient(args.positional[2], as: .device) else {
+                throw CLIError.usage("give the device id (pdev_... or a UUID)")
             }
             try service().deleteDevice(appID: app, mode: mode, deviceID: id)
-            out.emit(KV(fields: ["deleted": id.uuidString.lowercased()])) { "device \(id.uuidString.lowercased()) deactivated" }
+            let shown = PrefixedID.format(.device, id)
+            out.emit(KV(fields: ["deleted": shown])) { "device \(shown) deactivated" }
         case "list":
             let registry = DeviceRegistry(connection: try connect())
             let list = try registry.list(appID: app, mode: mode, userID: args.value("user"), active: try args.bool("active"))
             out.emit(list) {
                 list.map { d in
-                    "\(d.id.uuidString.lowercased())  \(d.platform)  user=\(d.userID)  kid=\(d.encryptionKeyID ?? "-")  \(d.active ? "active" : "inactive(\(d.deactivationReason ?? "?"))")"
+                    "\(PrefixedID.format(.device, d.id))  \(d.platform)  user=\(d.userID)  kid=\(d.encryptionKeyID ?? "-")  \(d.active ? "active" : "inactive(\(d.deactivationReason ?? "?"))")"
                 }.joined(separator: "\n")
             }
         default:
@@ -109,7 +110,7 @@ extension Commands {
         guard !users.isEmpty else { throw CLIError.usage("--user is required (repeat it for several users)") }
         var q = SendRequest(appID: app, mode: mode, userIDs: users)
         let devices = try args.values("device").map { text -> UUID in
-            guard let u = UUID(uuidString: text) else { throw CLIError.usage("--device must be a UUID") }
+            guard let u = PrefixedID.parseLenient(text, as: .device) else { throw CLIError.usage("--device must be a device id (pdev_... or a UUID)") }
             return u
         }
         q.deviceIDs = devices.isEmpty ? nil : devices
@@ -132,7 +133,7 @@ extension Commands {
             q.smsFallback = .init(phone: phone, text: text)
         }
         let r = try service().send(q)
-        let id = r.notificationID.uuidString.lowercased()
+        let id = PrefixedID.format(.notification, r.notificationID)
         out.emit(SendOutput(notificationID: r.notificationID, created: r.created, replayed: r.replayed,
                             smsSegments: r.smsSegments?.count, smsEncoding: r.smsSegments?.encoding.rawValue)) {
             r.created ? id : "\(id) (a replay of the idempotency key: the first notification)"
@@ -165,10 +166,10 @@ extension Commands {
     // MARK: - notifications
 
     static func notifications(_ sub: String, _ args: Arguments, _ out: Output) throws {
-        guard args.positional.count > 2, let id = UUID(uuidString: args.positional[2]) else {
-            throw CLIError.usage("give the notification id")
+        guard args.positional.count > 2, let id = PrefixedID.parseLenient(args.positional[2], as: .notification) else {
+            throw CLIError.usage("give the notification id (pnot_... or a UUID)")
         }
-        let shown = id.uuidString.lowercased()
+        let shown = PrefixedID.format(.notification, id)
         switch sub {
         case "show":
             guard let r = try NotificationStore(connection: try connect()).report(id: id) else {

@@ -104,7 +104,7 @@ extension Commands {
                 throw PushError(.validationError, "kind: must be \(kinds.map(\.rawValue).joined(separator: ", "))")
             }
             guard try CredentialStore(connection: try connect(), keys: nil).remove(appID: appID, kind: kind) else {
-                throw PushError(.notFound, "no \(kind.rawValue) set for app \(appID.uuidString.lowercased())")
+                throw PushError(.notFound, "no \(kind.rawValue) set for app \(PrefixedID.format(.app, appID))")
             }
             out.emit(KV(fields: ["removed": kind.rawValue])) { "removed the \(kind.rawValue) set" }
         case "rotate-key":

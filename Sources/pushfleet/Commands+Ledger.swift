@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import PushStore
 
 /// `pushfleet ledger check [--since RFC3339] [--until RFC3339] [--limit N]`: audits R-SEND-8/9 over
@@ -32,7 +33,7 @@ extension Commands {
                 + "\(scope.ledgerRows) ledger rows, \(scope.deliveries) deliveries: "
                 + (violations.isEmpty ? "no violations" : "\(violations.count)\(violations.count == limit ? "+" : "") violations")
             let lines = violations.map { v in
-                "\(v.violation)  notification=\(v.notificationID.uuidString.lowercased())  device=\(v.deviceID?.uuidString.lowercased() ?? "-")  \(v.detail)"
+                "\(v.violation)  notification=\(PrefixedID.format(.notification, v.notificationID))  device=\(v.deviceID.map { PrefixedID.format(.device, $0) } ?? "-")  \(v.detail)"
             }
             return ([head] + lines).joined(separator: "\n")
         }

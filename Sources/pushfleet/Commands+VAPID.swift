@@ -20,17 +20,17 @@ extension Commands {
         guard sub == "create" else {
             throw CLIError.usage("apps vapid: give create (see pushfleet apps vapid --help)")
         }
-        guard args.positional.count > 3, let appID = UUID(uuidString: args.positional[3]) else {
-            throw CLIError.usage("give the app id (a UUID)")
+        guard args.positional.count > 3, let appID = PrefixedID.parseLenient(args.positional[3], as: .app) else {
+            throw CLIError.usage("give the app id (papp_... or a UUID)")
         }
         let keys = try VAPIDKeys.generate()
         let store = CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment())
         let summary = try store.set(appID: appID, kind: .webpush, config: ["subject": try args.required("subject")],
                                     secret: Array(try keys.privateKeyPEM().utf8))
         let publicKey = summary.identifiers["public_key"] ?? keys.publicKeyBase64URL
-        out.emit(KV(fields: ["app_id": appID.uuidString.lowercased(), "application_server_key": publicKey,
+        out.emit(KV(fields: ["app_id": PrefixedID.format(.app, appID), "application_server_key": publicKey,
                              "state": summary.state.rawValue])) {
-            "VAPID key pair stored for app \(appID.uuidString.lowercased()) (state \(summary.state.rawValue))\napplicationServerKey: \(publicKey)"
+            "VAPID key pair stored for app \(PrefixedID.format(.app, appID)) (state \(summary.state.rawValue))\napplicationServerKey: \(publicKey)"
         }
     }
 }

@@ -122,7 +122,7 @@ extension Commands {
             let list = try store().attempts(endpointID: endpoint, eventID: event, appID: app, limit: limit)
             out.emit(list) {
                 list.isEmpty ? "no attempts" : list.map { a in
-                    "\(iso(a.attemptedAt))  \(PrefixedID.format(a.eventID, .event))  \(a.eventType)  attempt \(a.attempt)  "
+                    "\(iso(a.attemptedAt))  \(PrefixedID.format(.event, a.eventID))  \(a.eventType)  attempt \(a.attempt)  "
                         + "\(a.result)  \(a.statusCode.map(String.init) ?? "-")  \(a.error ?? "")  \(a.durationMillis ?? 0) ms  "
                         + "endpoint=\(a.endpointID.uuidString.lowercased())  webhook-id=\(a.webhookID)"
                 }.joined(separator: "\n")
@@ -133,7 +133,7 @@ extension Commands {
             let n = try store().resend(eventID: event, endpointID: endpoint)
             out.emit(KV(fields: ["queued": String(n)])) {
                 n == 0 ? "nothing queued: every delivery of this event is still pending"
-                    : "queued \(n) deliver\(n == 1 ? "y" : "ies") of \(PrefixedID.format(event, .event)) (same webhook-id)"
+                    : "queued \(n) deliver\(n == 1 ? "y" : "ies") of \(PrefixedID.format(.event, event)) (same webhook-id)"
             }
         default:
             print(webhooksHelp)
@@ -142,14 +142,14 @@ extension Commands {
     }
 
     private static func endpointID(_ text: String?) throws -> UUID {
-        guard let text, let id = PrefixedID.parseLenient(text, .webhookEndpoint) else {
+        guard let text, let id = PrefixedID.parseLenient(text, as: .webhookEndpoint) else {
             throw CLIError.usage("give the endpoint id (a UUID or pwh_...)")
         }
         return id
     }
 
     private static func eventID(_ text: String?) throws -> UUID {
-        guard let text, let id = PrefixedID.parseLenient(text, .event) else {
+        guard let text, let id = PrefixedID.parseLenient(text, as: .event) else {
             throw CLIError.usage("give the event id (pevt_... as in the webhook body, or its UUID)")
         }
         return id

@@ -136,7 +136,7 @@ enum Commands {
             let list = try PGQueueStore(connection: try connect()).jobList(state: state, limit: limit)
             out.emit(list) {
                 list.isEmpty ? "no \(state.rawValue) jobs" : list.map {
-                    "\($0.id)  \($0.kind.rawValue)  notification=\($0.notificationID.uuidString.lowercased())  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")"
+                    "\($0.id)  \($0.kind.rawValue)  notification=\(PrefixedID.format(.notification, $0.notificationID))  attempt \($0.attempt)/\($0.maxAttempts)  devices=\($0.devices)  \($0.lastError ?? "")"
                 }.joined(separator: "\n")
             }
         case "retry":

@@ -16,6 +16,9 @@ enum Help {
       jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
       ledger check                   audit charges and refunds against deliveries (R-SEND-8/9)
       webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
+      api                            the HTTP API (/v1/push/...) until SIGTERM/SIGINT (graceful drain)
+      accounts create                an account (owns apps and API keys)
+      api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, shown once
       keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
       envelope open                  open an envelope with a device private key (test tooling)
 
@@ -38,8 +41,36 @@ enum Help {
                    PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (local testing), PUSHFLEET_WEBHOOKS_CA_FILE
     """
 
+    static let api = """
+    Usage: pushfleet api [--addr HOST:PORT] [--management-addr HOST:PORT|off]
+      --addr             the API (default 0.0.0.0:8080, or PUSHFLEET_API_ADDR); plain HTTP: TLS is the ingress's
+      --management-addr  /healthz, /readyz, /metrics (default 0.0.0.0:9465, or PUSHFLEET_API_MANAGEMENT_ADDR)
+      Environment: PUSHFLEET_API_POOL_SIZE (16), PUSHFLEET_API_DRAIN_SECONDS (20),
+                   PUSHFLEET_API_REQUEST_DEADLINE_SECONDS (10), PUSHFLEET_API_MAX_BODY_BYTES (65536),
+                   PUSHFLEET_API_CONNECTION_LIMIT (1024), PUSHFLEET_API_PER_ADDRESS_LIMIT (256),
+                   PUSHFLEET_API_IDLE_TIMEOUT_SECONDS (75), PUSHFLEET_API_THREADING (event-loop|thread-per-connection),
+                   PUSHFLEET_API_IO_THREADS (2), PUSHFLEET_API_TRUSTED_PROXIES (addresses or IPv4 CIDRs), PUSHFLEET_LOG_LEVEL,
+                   PUSHFLEET_CREDENTIALS_KEY (seals webhook endpoint secrets; without it creating or rotating one is 503),
+                   PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (loopback endpoint URLs, local testing only)
+    """
+
+    static let accounts = """
+    Usage: pushfleet accounts create [--name NAME] [--json]     prints the account id (pacc_...)
+    """
+
+    static let apiKeys = """
+    Usage: pushfleet api-keys create --account ACCOUNT --mode test|live --permissions push_devices:wd,push:rw,push_apps:rw
+                                     [--name N] [--rate-limit PER_SECOND] [--json]
+           pushfleet api-keys list --account ACCOUNT [--json]
+           pushfleet api-keys revoke KEY_ID
+      The key (mk_test_... / mk_live_...) is printed once (JSON field "key"); only its SHA-256 is stored.
+      Permissions (R-API-2): push_devices w (register) d (remove); push r (read devices, notifications) w (send, cancel);
+      push_apps r (read apps) w (create, change; changing require_encryption also needs a live key);
+      webhooks r (read webhook endpoints) w (create, change, delete, rotate their secrets).
+    """
+
     static let apps = """
-    Usage: pushfleet apps create --name NAME [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
+    Usage: pushfleet apps create --name NAME [--account ACCOUNT] [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
                                 [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
                                 [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]   ('' removes a loc key)

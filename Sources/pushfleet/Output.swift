@@ -3,7 +3,8 @@ import PushAcceptance
 import PushStore
 
 /// Prints results for people (text) or scripts (`--json`: one JSON document on stdout). Ids are
-/// lower case by type (`LowercaseUUID`), never by rewriting the text; booleans and numbers are JSON
+/// typed by their wrappers (apps, devices and notifications as `papp_`/`pdev_`/`pnot_` ids, R-API-4, by
+/// `PrefixedUUID`; other UUIDs lower case, `LowercaseUUID`), never by rewriting the text; booleans and numbers are JSON
 /// booleans and numbers in every command.
 struct Output {
     let json: Bool
@@ -58,7 +59,7 @@ struct ResealOutput: Encodable {
 /// `pushfleet send --json`: `created` is a boolean (true: a new notification; false: a replay of
 /// the idempotency key answered with the first one, `replayed` true).
 struct SendOutput: Encodable {
-    @LowercaseUUID var notificationID: UUID
+    @PrefixedUUID<NotificationIDKind> var notificationID: UUID
     var created: Bool
     var replayed: Bool
     /// The SMS fallback's segment count and encoding (R-SMS-1), when it has one.
@@ -68,10 +69,10 @@ struct SendOutput: Encodable {
 
 /// `pushfleet devices register --json`: the device as stored, and what the registration did.
 struct RegisterOutput: Encodable {
-    @LowercaseUUID var deviceID: UUID
+    @PrefixedUUID<DeviceIDKind> var deviceID: UUID
     var created: Bool
     var reactivated: Bool
-    @LowercaseUUIDs var evicted: [UUID]
+    @PrefixedUUIDs<DeviceIDKind> var evicted: [UUID]
     var device: StoredDevice
 
     init(_ r: DeviceRegistrationResult) {

@@ -1,18 +1,19 @@
 import Foundation
+import PushCore
 import PushStore
 
 /// The readable form of `pushfleet notifications show`.
 enum Report {
     static func text(_ r: NotificationReport) -> String {
         var lines: [String] = []
-        lines.append("notification \(r.id.uuidString.lowercased())  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  device_count=\(r.deviceCount)  error_code=\(r.errorCode ?? "-")")
+        lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  device_count=\(r.deviceCount)  error_code=\(r.errorCode ?? "-")")
         lines.append("  accepted \(iso(r.acceptedAt))  send_at \(iso(r.sendAt))  started \(iso(r.startedAt))  finished \(iso(r.finishedAt))")
         for d in r.deliveries {
-            lines.append("  delivery \(d.deviceID.uuidString.lowercased())  \(d.status)  encrypted=\(d.encrypted)  error_code=\(d.errorCode ?? "-")  attempts=\(d.attempts)  provider=\(d.provider ?? "-")  id=\(d.providerMessageID ?? "-")")
+            lines.append("  delivery \(PrefixedID.format(.device, d.deviceID))  \(d.status)  encrypted=\(d.encrypted)  error_code=\(d.errorCode ?? "-")  attempts=\(d.attempts)  provider=\(d.provider ?? "-")  id=\(d.providerMessageID ?? "-")")
             if let p = d.payload { lines.append("    payload (\(d.payloadBytes ?? 0) bytes): \(p)") }
         }
         for l in r.ledger {
-            lines.append("  ledger \(l.kind)  device \(l.deviceID.uuidString.lowercased())  \(l.reason ?? "")")
+            lines.append("  ledger \(l.kind)  device \(PrefixedID.format(.device, l.deviceID))  \(l.reason ?? "")")
         }
         if let s = r.sms {
             lines.append("  sms \(s.status)  provider=\(s.provider ?? "-")  id=\(s.providerMessageID ?? "-")  error_code=\(s.errorCode ?? "-")"

@@ -4,6 +4,7 @@ import PushCore
 import PushCrypto
 import PushStore
 import PushWorker
+import PushAPI
 
 // pushfleet command line. Exit codes: 0 ok, 1 refused / failed (stable code on stderr), 64 usage.
 
@@ -50,7 +51,7 @@ do {
     let known: [String: Set<String>] = [
         "migrate": ["sql-dir"],
         "worker": ["claim-limit", "batch-size", "lease-seconds", "poll-interval", "until-drained", "metrics-addr"],
-        "apps": ["name", "require-encryption", "placeholder-title", "placeholder-body", "placeholder-title-loc-key",
+        "apps": ["account", "name", "require-encryption", "placeholder-title", "placeholder-body", "placeholder-title-loc-key",
                  "placeholder-body-loc-key", "app", "kind", "team-id", "key-id",
                  "topic", "p8-file", "service-account-file", "apns-base-url-production", "apns-base-url-sandbox",
                  "fcm-base-url", "fcm-token-uri", "subject", "account-sid", "api-key-sid", "auth-token-file",
@@ -64,6 +65,9 @@ do {
         "jobs": ["state", "limit"],
         "webhooks": ["app", "mode", "url", "events", "endpoint", "event", "limit"],
         "keys": ["private-key", "envelope"], "envelope": ["private-key", "envelope"],
+        "api": ["addr", "management-addr"],
+        "accounts": ["name"],
+        "api-keys": ["account", "mode", "permissions", "name", "rate-limit"],
     ]
     if let allowed = known[command] { try args.allowOnly(allowed) }
     switch command {
@@ -104,6 +108,15 @@ do {
     case "bench":
         if args.flag("help") || sub == nil { print(BenchCommands.usage); break }
         try BenchCommands.run(sub!, args, out)
+    case "api":
+        if args.flag("help") { print(Help.api); break }
+        try Commands.api(args, out)
+    case "accounts":
+        if args.flag("help") || sub == nil { print(Help.accounts); break }
+        try Commands.accounts(sub!, args, out)
+    case "api-keys":
+        if args.flag("help") || sub == nil { print(Help.apiKeys); break }
+        try Commands.apiKeys(sub!, args, out)
     case "keys", "envelope":
         if args.flag("help") || sub == nil { print(Help.keys); break }
         try Commands.tooling(command, sub!, args, out)
@@ -121,6 +134,8 @@ do {
     fail(e.code.rawValue, e.message)
 } catch let e as MetricsServerError {
     fail(e.code, e.message)
+} catch let e as APIConfigError {
+    fail(e.code, e.message, exit: e.code == "USAGE" ? 64 : 1)
 } catch let e as CryptoError {
     fail(e.code.rawValue, e.message)
 } catch {

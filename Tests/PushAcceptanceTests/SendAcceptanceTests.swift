@@ -122,11 +122,12 @@ final class SendAcceptanceTests: AcceptanceTestCase {
             } catch let e as AcceptanceError {
                 XCTAssertEqual(e.code, .idempotencyKeyReused, field)
                 XCTAssertEqual(e.field, "idempotency_key", field)
-                XCTAssertTrue(e.message.contains(field) && e.message.contains(first.notificationID.uuidString.lowercased()),
-                              e.message)
-                // The notification id is random hex and may hold "43": look at the rest of the message.
-                let rest = e.message.replacingOccurrences(of: first.notificationID.uuidString.lowercased(), with: "")
-                XCTAssertFalse(rest.contains("c0de") || rest.contains("43"), "no content quoted: \(e.message)")
+                // The first notification named by its id (R-API-4), as the API and the CLI name it.
+                let shown = PrefixedID.format(.notification, first.notificationID)
+                XCTAssertTrue(e.message.contains(field) && e.message.contains(shown), e.message)
+                // The notification id is quoted on purpose; a random one may hold "43" itself.
+                let quoted = e.message.replacingOccurrences(of: shown, with: "")
+                XCTAssertFalse(quoted.contains("c0de") || quoted.contains("43"), "no content quoted: \(e.message)")
             }
         }
         XCTAssertEqual(try count("SELECT count(*)::int FROM push_notifications"), 1)

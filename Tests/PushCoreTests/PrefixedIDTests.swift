@@ -6,25 +6,25 @@ import PushCore
 final class PrefixedIDTests: XCTestCase {
     func testFormatAndParseRoundTrip() {
         let id = UUID(uuidString: "0F8FAD5B-D9CB-469F-A165-70867728950E")!
-        XCTAssertEqual(PrefixedID.format(id, .device), "pdev_0f8fad5bd9cb469fa16570867728950e")
-        for kind in PrefixedID.Kind.allCases {
-            let text = PrefixedID.format(id, kind)
-            XCTAssertEqual(PrefixedID.parse(text, kind), id)
+        XCTAssertEqual(PrefixedID.format(.device, id), "pdev_0f8fad5bd9cb469fa16570867728950e")
+        for kind in IDKind.allCases {
+            let text = PrefixedID.format(kind, id)
+            XCTAssertEqual(PrefixedID.parse(text, as: kind), id)
         }
-        XCTAssertEqual(PrefixedID.Kind.allCases.map(\.rawValue), ["pdev_", "papp_", "pnot_", "pevt_", "pwh_"])
+        XCTAssertEqual(IDKind.allCases.map(\.rawValue), ["pdev", "papp", "pnot", "pacc", "pkey", "pevt", "pwh"])
     }
 
     func testMalformedIdsParseToNil() {
         let good = "pevt_0f8fad5bd9cb469fa16570867728950e"
-        XCTAssertNil(PrefixedID.parse(good, .device), "another type's prefix")
-        XCTAssertNil(PrefixedID.parse(good.uppercased(), .event), "upper case")
-        XCTAssertNil(PrefixedID.parse("pevt_0F8FAD5BD9CB469FA16570867728950E", .event), "upper-case hex")
-        XCTAssertNil(PrefixedID.parse(String(good.dropLast()), .event), "31 digits")
-        XCTAssertNil(PrefixedID.parse(good + "0", .event), "33 digits")
-        XCTAssertNil(PrefixedID.parse("pevt_0f8fad5b-d9cb-469f-a165-70867728950e", .event), "dashes")
-        XCTAssertNil(PrefixedID.parse("pevt_0f8fad5bd9cb469fa16570867728950g", .event), "not hex")
-        XCTAssertNil(PrefixedID.parse("0f8fad5b-d9cb-469f-a165-70867728950e", .event), "a plain UUID is not an API id")
-        XCTAssertEqual(PrefixedID.parseLenient("0F8FAD5B-D9CB-469F-A165-70867728950E", .event),
+        XCTAssertNil(PrefixedID.parse(good, as: .device), "another type's prefix")
+        XCTAssertNil(PrefixedID.parse(good.uppercased(), as: .event), "upper case")
+        XCTAssertNil(PrefixedID.parse("pevt_0F8FAD5BD9CB469FA16570867728950E", as: .event), "upper-case hex")
+        XCTAssertNil(PrefixedID.parse(String(good.dropLast()), as: .event), "31 digits")
+        XCTAssertNil(PrefixedID.parse(good + "0", as: .event), "33 digits")
+        XCTAssertNil(PrefixedID.parse("pevt_0f8fad5b-d9cb-469f-a165-70867728950e", as: .event), "dashes")
+        XCTAssertNil(PrefixedID.parse("pevt_0f8fad5bd9cb469fa16570867728950g", as: .event), "not hex")
+        XCTAssertNil(PrefixedID.parse("0f8fad5b-d9cb-469f-a165-70867728950e", as: .event), "a plain UUID is not an API id")
+        XCTAssertEqual(PrefixedID.parseLenient("0F8FAD5B-D9CB-469F-A165-70867728950E", as: .event),
                        UUID(uuidString: "0F8FAD5B-D9CB-469F-A165-70867728950E"), "operators' tools accept plain UUIDs")
     }
 

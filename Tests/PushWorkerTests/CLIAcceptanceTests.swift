@@ -174,8 +174,9 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertEqual(other.error?["field"] as? String, "idempotency_key")
     }
 
-    /// `notifications show --json` lower-cases ids and nothing else: an upper-case UUID-shaped
-    /// title stays as sent in the stored payload bytes it shows.
+    /// `notifications show --json` names the notification, its app and its devices by prefixed id
+    /// (R-API-4: the CLI's output uses them, as the API does) and rewrites nothing else: an
+    /// upper-case UUID-shaped title stays as sent in the stored payload bytes it shows.
     func testNotificationsShowNormalisesIdsOnly() throws {
         let app = try createApp()
         let device = try register(app, user: "u", platform: "ios")
@@ -183,23 +184,27 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         let sent = try CLIRun.run(["send", "--app", app.uuidString.uppercased(), "--mode", "test", "--user", "u",
                                    "--title", shaped, "--json"], database: database.conninfo)
         let id = try XCTUnwrap(sent.answer?["notification_id"] as? String, sent.output)
-        XCTAssertEqual(id, id.lowercased())
+        XCTAssertEqual(PrefixedID.parse(id, as: .notification).map { PrefixedID.format(.notification, $0) }, id, sent.output)
         try drain(try makeWorker())
         let shown = try CLIRun.run(["notifications", "show", id, "--json"], database: database.conninfo)
         let report = try XCTUnwrap(shown.answer, shown.output)
         XCTAssertEqual(report["id"] as? String, id)
-        XCTAssertEqual(report["app_id"] as? String, app.uuidString.lowercased())
+        XCTAssertEqual(report["app_id"] as? String, PrefixedID.format(.app, app))
         let delivery = try XCTUnwrap((report["deliveries"] as? [[String: Any]])?.first)
-        XCTAssertEqual(delivery["device_id"] as? String, device.uuidString.lowercased())
+        XCTAssertEqual(delivery["device_id"] as? String, PrefixedID.format(.device, device))
+        // The dashed form the CLI also accepts names the same notification.
+        let dashed = try CLIRun.run(["notifications", "show", try XCTUnwrap(PrefixedID.parse(id, as: .notification)).uuidString,
+                                     "--json"], database: database.conninfo)
+        XCTAssertEqual(dashed.answer?["id"] as? String, id, dashed.output)
         XCTAssertTrue((delivery["payload"] as? String)?.contains(shaped) == true, "the payload is shown as stored: \(shown.output)")
     }
 
-    /// An unknown notification is NOT_FOUND (not a validation error), named as it was typed (lower case).
+    /// An unknown notification is NOT_FOUND (not a validation error), named by its prefixed id (R-API-4).
     func testCancellingAnUnknownNotificationIsNotFound() throws {
         let id = UUID()
         let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "cancel", id.uuidString.lowercased()],
                                        environment: ["DATABASE_URL": database.conninfo])
         XCTAssertEqual(r.status, 1, r.output)
-        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(id.uuidString.lowercased())"), r.output)
+        XCTAssertTrue(r.output.contains("NOT_FOUND: no notification \(PrefixedID.format(.notification, id))"), r.output)
     }
 }

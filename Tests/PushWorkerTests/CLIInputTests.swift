@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 import XCTest
 
 /// Bad command-line input gets a clear error with its stable code before any database is touched:

@@ -45,10 +45,10 @@ final class CLIKindTests: PGWorkerTestCase {
                               "--interruption-level", "passive", "--category", "MSG"])
         let silent = try send(["--push-type", "background", "--data", #"{"sync":"1"}"#])
         try drain(try makeWorker())
-        let alertBody = try XCTUnwrap(try deliveries(try XCTUnwrap(UUID(uuidString: alert)))[phone]?.payload)
+        let alertBody = try XCTUnwrap(try deliveries(try XCTUnwrap(PrefixedID.parseLenient(alert, as: .notification)))[phone]?.payload)
         XCTAssertTrue(String(decoding: alertBody, as: UTF8.self).hasPrefix(
             #"{"aps":{"alert":{"title-loc-key":"PUSH_TITLE","loc-key":"PUSH_BODY"},"mutable-content":1,"interruption-level":"passive","category":"MSG"},"hk":"#))
-        let silentBody = try XCTUnwrap(try deliveries(try XCTUnwrap(UUID(uuidString: silent)))[phone]?.payload)
+        let silentBody = try XCTUnwrap(try deliveries(try XCTUnwrap(PrefixedID.parseLenient(silent, as: .notification)))[phone]?.payload)
         XCTAssertTrue(String(decoding: silentBody, as: UTF8.self).hasPrefix(#"{"aps":{"content-available":1},"hk":"#))
         // '' removes a loc key: the literal placeholder is back.
         let cleared = try CLIRun.run(["apps", "update", app.uuidString, "--placeholder-title-loc-key", "", "--json"],

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushTestSupport
 @testable import PushStore
 @testable import PushWorker
 
@@ -11,13 +12,32 @@ final class ReadinessTests: FleetDBTestCase {
         XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need, readOnly: false), requiredVersion: need), .ready)
         XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need + 1, readOnly: false), requiredVersion: need), .ready)
         XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need - 1, readOnly: false), requiredVersion: need),
-                       .schemaTooOld(found: need - 1, needed: need))
+                       .schemaTooOld(found: need - 1, needed: need, missing: []))
         XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need, readOnly: true), requiredVersion: need), .readOnly)
+        // The highest version is there but one below it is not (a branch's migration landed late).
+        XCTAssertEqual(ReadinessGate.verdict(DatabaseHealth(schemaVersion: need, readOnly: false, missingVersions: [8]),
+                                             requiredVersion: need), .schemaTooOld(found: need, needed: need, missing: [8]))
     }
 
-    func testHealthProbeReadsSchemaVersionAndReadOnly() throws {
-        XCTAssertEqual(try HealthStore(connection: conn).healthProbe(),
+    /// The build's list of migrations is the `sql/` directory's, so a new migration cannot be
+    /// forgotten by the gate, and its last is `requiredSchemaVersion`.
+    func testRequiredMigrationsAreTheSQLDirectorys() throws {
+        let files = try Migrator.loadMigrations(directory: RepoPaths.sqlDirectory).map(\.version)
+        XCTAssertEqual(ReadinessGate.requiredMigrations, files)
+        XCTAssertEqual(ReadinessGate.requiredMigrations.last, ReadinessGate.requiredSchemaVersion)
+    }
+
+    func testHealthProbeReadsSchemaVersionMissingVersionsAndReadOnly() throws {
+        let required = ReadinessGate.requiredMigrations
+        XCTAssertEqual(try HealthStore(connection: conn).healthProbe(required: required),
                        DatabaseHealth(schemaVersion: ReadinessGate.requiredSchemaVersion, readOnly: false))
+        // A database migrated by the previous release, then given 0008 by nobody: max is still 11.
+        try conn.exec("BEGIN")
+        try conn.exec("DELETE FROM schema_migrations WHERE version = 8")
+        let gap = try HealthStore(connection: conn).healthProbe(required: required + [12])
+        try conn.exec("ROLLBACK")
+        XCTAssertEqual(gap, DatabaseHealth(schemaVersion: ReadinessGate.requiredSchemaVersion, readOnly: false,
+                                           missingVersions: [8, 12]))
         try conn.exec("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         XCTAssertEqual(try HealthStore(connection: conn).healthProbe().readOnly, true)
     }

@@ -56,7 +56,7 @@ final class SMSWebhookTests: SMSTestCase {
             XCTAssertEqual(e["status"] as? Int, 200)
         }
         func data(_ type: String, _ n: UUID) throws -> [String: Any] {
-            let id = PrefixedID.format(n, .notification)
+            let id = PrefixedID.format(.notification, n)
             let matching = got.filter { $0["type"] as? String == type }.compactMap { $0["data"] as? [String: Any] }
                 .filter { $0["notification_id"] as? String == id }
             XCTAssertEqual(matching.count, 1, "\(type) of \(id): \(got)")
@@ -68,7 +68,7 @@ final class SMSWebhookTests: SMSTestCase {
             XCTAssertEqual(finished["sms"] as? String, "queued", "written before the SMS was sent, and says so")
         }
         let ok = try data("push_notification.sms_finished", queued)
-        XCTAssertEqual(ok["app_id"] as? String, PrefixedID.format(appID, .app))
+        XCTAssertEqual(ok["app_id"] as? String, PrefixedID.format(.app, appID))
         XCTAssertEqual(ok["mode"] as? String, "test")
         XCTAssertEqual(ok["status"] as? String, "queued")
         XCTAssertEqual(ok["provider"] as? String, "simulator")

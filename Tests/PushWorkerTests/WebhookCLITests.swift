@@ -63,7 +63,7 @@ final class WebhookCLITests: XCTestCase {
         let noKey = try cli(["rotate-secret", id], ["DATABASE_URL": fresh.database.conninfo])
         XCTAssertEqual(noKey.status, 1, noKey.output)
         XCTAssertTrue(noKey.output.contains(CredentialKeys.currentVariable), noKey.output)
-        let rotated = try cli(["rotate-secret", PrefixedID.format(try XCTUnwrap(UUID(uuidString: id)), .webhookEndpoint)], env)
+        let rotated = try cli(["rotate-secret", PrefixedID.format(.webhookEndpoint, try XCTUnwrap(UUID(uuidString: id)))], env)
         XCTAssertEqual(rotated.status, 0, rotated.output)
         let newSecret = try XCTUnwrap(rotated.output.components(separatedBy: "secret (shown once): ").last?
             .trimmingCharacters(in: .whitespacesAndNewlines))

@@ -67,10 +67,10 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
             XCTAssertEqual(r.tamperedBodyRefused, true, "an altered body is refused")
             XCTAssertEqual(r.tamperedTimestampRefused, true, "an altered timestamp is refused")
             XCTAssertEqual(Double(r.timestamp), r.receivedAt, accuracy: 5, "webhook-timestamp is the attempt's time")
-            let event = try XCTUnwrap(r.eventID.flatMap { PrefixedID.parse($0, .event) })
+            let event = try XCTUnwrap(r.eventID.flatMap { PrefixedID.parse($0, as: .event) })
             let endpoint = r.name == "test" ? test.endpoint.id : live.endpoint.id
             XCTAssertEqual(r.webhookID, try WebhookSignature.messageID(eventID: event, endpointID: endpoint))
-            XCTAssertEqual(r.data["app_id"] as? String, PrefixedID.format(app, .app))
+            XCTAssertEqual(r.data["app_id"] as? String, PrefixedID.format(.app, app))
             XCTAssertNil(r.data["token"])
         }
         let log = try receivers.map { try String(contentsOfFile: $0.logPath, encoding: .utf8) }.joined()

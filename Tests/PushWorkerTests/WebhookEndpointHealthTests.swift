@@ -147,7 +147,7 @@ final class WebhookEndpointHealthTests: WebhookDispatchTestCase {
         XCTAssertEqual(try cli(["enable", dying.endpoint.id.uuidString]).status, 0)
         XCTAssertNil(try endpoints.get(id: dying.endpoint.id)?.failingSince)
         let event = try XCTUnwrap(try received("dying").first?.eventID)
-        let resent = try cli(["resend", event, "--endpoint", PrefixedID.format(dying.endpoint.id, .webhookEndpoint)])
+        let resent = try cli(["resend", event, "--endpoint", PrefixedID.format(.webhookEndpoint, dying.endpoint.id)])
         XCTAssertEqual(resent.status, 0, resent.output)
         XCTAssertTrue(resent.output.contains("queued 1 delivery"), resent.output)
         XCTAssertTrue(try waitUntil(10) { try endpoints.attempts(endpointID: dying.endpoint.id).count == 2 }, diagnosis())

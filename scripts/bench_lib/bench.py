@@ -353,8 +353,9 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness", "providers"],
-                    help="run one phase: fairness prints its figures; providers writes its part of --out")
+    ap.add_argument("--only", choices=["fairness", "providers", "api"],
+                    help="run one phase: fairness prints its figures; providers writes its part of --out; api writes "
+                         "docs/bench-api-results.md")
     ap.add_argument("--baseline-binary", default="", help="pushfleet built from issue 18's starting commit")
     ap.add_argument("--perf", action="store_true", help="profile the APNs clients with perf")
     ap.add_argument("--provider-rounds", type=int, default=5)
@@ -373,6 +374,10 @@ def main():
         print(text)
         return
 
+    if a.only == "api":
+        import api_bench
+        api_bench.run(P, URL, psql, os.path.join(REPO, "docs", "bench-api-results.md"))
+        return
     if not a.durable:
         # Measure the workers, not this machine's disk (fdatasync about 2.4 ms here): commits return
         # before their WAL flush; a crash could lose the last ~0.6 s of commits, never corrupt.

@@ -58,4 +58,10 @@ void cpush_mhd_cut_counts(struct cpush_mhd_server *server, unsigned long *deadli
 /// The port a started daemon listens on (useful after starting on port 0); 0 when unknown.
 /// Wraps the variadic MHD_get_daemon_info.
 uint16_t cpush_mhd_bound_port(struct cpush_mhd_server *server);
+
+/// MHD's external logger (MHD_OPTION_EXTERNAL_LOGGER): one JSON line on stderr whose event is the
+/// C string `cls` (NULL: metrics.http).
+void cpush_mhd_log(void *cls, const char *fmt, va_list ap);
+
+#include "CPushHTTP.h"
 #endif

@@ -8,6 +8,11 @@ enum HealthQueries {
            pg_is_in_recovery() AS in_recovery
     """
 
-    /// The highest applied migration (run only when `schema_migrations` exists).
-    static let schemaVersion = "SELECT coalesce(max(version), 0) AS version FROM schema_migrations"
+    /// The highest applied migration and which of $1 (versions) are not applied, as `1,8` (run only
+    /// when `schema_migrations` exists; its primary key answers each probe).
+    static let schemaVersion = """
+    SELECT coalesce((SELECT max(version) FROM schema_migrations), 0) AS version,
+           coalesce((SELECT string_agg(r.v::text, ',' ORDER BY r.v) FROM unnest($1::bigint[]) AS r(v)
+                     WHERE NOT EXISTS (SELECT 1 FROM schema_migrations m WHERE m.version = r.v)), '') AS missing
+    """
 }

@@ -4,8 +4,9 @@ enum RegistryQueries {
     /// The app's columns as `AppStore` decodes them (sql/0006 `push_app_create`).
     static let appColumns = "id, name, require_encryption, placeholder_title, placeholder_body, deleted, created_at, updated_at"
 
+    /// `$5` the owning account (R-API-1); NULL: the default account (sql/0008).
     static let appCreate = """
-    SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text)
+    SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text, $5::uuid)
     """
 
     /// sql/0011 `push_app_update`: the app's columns and its placeholder loc keys.

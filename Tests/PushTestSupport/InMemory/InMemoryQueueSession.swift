@@ -32,7 +32,7 @@ public final class InMemoryQueueSession: QueueStore, @unchecked Sendable {
         return try queue.locked { q in try body(q, q.clock()) }
     }
 
-    public func healthProbe() throws -> DatabaseHealth {
+    public func healthProbe(required: [Int]) throws -> DatabaseHealth {
         try call(.health) { _, _ in DatabaseHealth(schemaVersion: Int.max, readOnly: false) }
     }
 

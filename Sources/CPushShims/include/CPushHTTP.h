@@ -1,0 +1,47 @@
+// The HTTP API server's calls into GNU libmicrohttpd that Swift cannot make (variadic
+// MHD_start_daemon, MHD_get_connection_info), wrapped with fixed argument types.
+#ifndef CPUSHHTTP_H
+#define CPUSHHTTP_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+/// How the daemon runs (see PushAPI's HTTPServer for why each is chosen).
+struct cpush_http_options {
+    /// IPv4 or IPv6 address to bind (sockaddr_in or sockaddr_in6), port included.
+    const struct sockaddr *address;
+    /// Nonzero: one thread per connection (blocking handlers); zero: internal epoll threads with
+    /// suspend/resume (handlers hand their work to other threads).
+    int thread_per_connection;
+    /// Event-loop threads when thread_per_connection is zero (1 = a single polling thread).
+    unsigned int thread_pool_size;
+    unsigned int connection_limit;
+    unsigned int per_ip_connection_limit;
+    /// Idle seconds after which MHD closes a connection.
+    unsigned int idle_timeout_seconds;
+    /// Bytes of MHD's per-connection memory pool (bounds the request header block).
+    size_t connection_memory_limit;
+    unsigned int listen_backlog;
+    /// Event name of MHD's own log lines (a static C string).
+    const char *log_event;
+};
+
+/// Starts the daemon; NULL on failure (port taken, bad address). The callbacks all get `cls`.
+struct MHD_Daemon *cpush_http_start(const struct cpush_http_options *options,
+                                    MHD_AccessHandlerCallback handler,
+                                    MHD_RequestCompletedCallback completed,
+                                    MHD_NotifyConnectionCallback notify_connection,
+                                    void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *con),
+                                    void *cls);
+
+/// The port the daemon listens on (after starting on port 0); 0 when unknown.
+uint16_t cpush_http_bound_port(struct MHD_Daemon *daemon);
+
+/// The connection's socket, or -1.
+int cpush_http_connection_fd(struct MHD_Connection *connection);
+
+/// The peer's address as text (IPv4 dotted or IPv6) into buf; 0 on success, -1 otherwise.
+int cpush_http_client_address(struct MHD_Connection *connection, char *buf, size_t len);
+#endif

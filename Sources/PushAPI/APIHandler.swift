@@ -1,0 +1,236 @@
+import Foundation
+import PushCore
+import PushCrypto
+import PushStore
+import PushWorker
+
+/// The API's request handler: route, credential, rate limit, permission, body, then the route's
+/// work on one pooled database session, and one JSON answer. Every write goes through
+/// `AcceptanceService` (the acceptance path the CLI shares, R-API-6); reads are scoped to the key's
+/// account and mode (`APIReadStore`). No input yields a 5xx: a database that cannot be reached is
+/// 503 within the pool's fail-fast window, and anything unexpected is a logged 500 (a bug).
+public final class APIHandler: HTTPHandler, @unchecked Sendable {
+    /// How long a request may wait for a database session (seconds) before its 503.
+    public var poolWaitSeconds = 2.0
+    /// Proxies whose `X-Forwarded-For` names the client in the access log.
+    public var trustedProxies = TrustedProxies()
+    /// What the webhook endpoint routes need (the operator key that seals their secrets).
+    public var webhooks = WebhookSettings(keys: nil, allowLoopback: false)
+    let pool: PGPool
+    let metrics: APIMetrics
+    let limiter = RateLimiter()
+    let log: Log
+
+    /// A handler on `pool`, recording into `metrics`.
+    public init(pool: PGPool, metrics: APIMetrics, log: Log = .shared) {
+        self.pool = pool
+        self.metrics = metrics
+        self.log = log
+    }
+
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        var response = answer(request)
+        response.client = trustedProxies.client(peer: request.peer, forwardedFor: request.header("x-forwarded-for"))
+        return response
+    }
+
+    func answer(_ request: HTTPRequest) -> HTTPResponse {
+        var route = "unmatched"
+        var keyPrefix: String?
+        do {
+            let (r, id): (APIRoute, String?)
+            switch APIRouter.match(method: request.method, path: request.path) {
+            case .notFound: throw APIError.notFound("no such path")
+            case .methodNotAllowed(let allowed): throw APIError.methodNotAllowed(allowed)
+            case .route(let matched, let raw): (r, id) = (matched, raw)
+            }
+            route = r.template
+            let key = try Self.credential(request)
+            keyPrefix = APIKeyFormat.displayPrefix(key)
+            let hash = try APIKeyFormat.hash(key)
+            // The body is read before the database is (pure), so the app it names can be checked
+            // in the same round trip as the key; its errors are answered after the key's.
+            let body = Result { try Self.body(r, request) }
+            let appToCheck = Self.appNamed(r, body, request)
+            return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
+                if let read = try keyedRead(r, id: id, key: key, hash: hash, conn: conn) {
+                    var answer = read
+                    answer.route = route
+                    answer.keyPrefix = keyPrefix
+                    return answer
+                }
+                let principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
+                                          key: key, route: r, conn: conn)
+                let routes = APIRoutes(connection: conn, principal: principal, request: request, webhooks: webhooks)
+                var answer = try routes.run(r, id: id, body: try body.get())
+                answer.route = route
+                answer.keyPrefix = keyPrefix
+                return answer
+            }
+        } catch let e as APIError {
+            return respond(e, route: route, keyPrefix: keyPrefix)
+        } catch let e as PGError {
+            return respond(databaseError(e, route: route, request: request), route: route, keyPrefix: keyPrefix)
+        } catch let e as PushError {
+            return respond(AcceptanceMapping.apiError(e), route: route, keyPrefix: keyPrefix)
+        } catch {
+            log.error("api.internal_error", ["route": route, "request_id": request.requestID, "error": String(describing: error)])
+            return respond(.internalError(), route: route, keyPrefix: keyPrefix)
+        }
+    }
+
+    public func serverError(status: Int, code: String, message: String, requestID: String) -> HTTPResponse {
+        respond(APIError(status: status, code: code, message: message), route: "unmatched", keyPrefix: nil)
+    }
+
+    /// The access log line and the request metrics (issue 14 part 8): method, route template,
+    /// status, duration, request id, key prefix; never a key, token, encryption key or content.
+    public func completed(_ x: HTTPExchange) {
+        let method = Self.knownMethods.contains(x.method) ? x.method : "OTHER"
+        metrics.observe(route: x.route, method: method, status: x.status, seconds: x.seconds)
+        if log.minimum <= .info { AccessLog.write(x, method: method) }
+    }
+
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    /// The key's checks, in order: known, not revoked and of the mode its text says (401), within
+    /// its rate (429, R-API part 6), holding the route's permission (403, R-API-2).
+    @discardableResult
+    func admit(_ principal: APIPrincipal?, key: String, route: APIRoute, conn: PGConnection) throws -> APIPrincipal {
+        guard let principal, !principal.revoked, principal.mode == APIKeyFormat.mode(of: key) else {
+            throw APIError.unauthorized("unknown or revoked API key")
+        }
+        if case .limited(let wait) = try limiter.admit(keyID: principal.keyID, rate: principal.rateLimitPerSecond,
+                                                       now: ConnectionTracker.now(), take: { want in
+            let t = try AccountStore(connection: conn).takeTokens(
+                keyID: principal.keyID, want: want, ratePerSecond: Double(principal.rateLimitPerSecond),
+                burst: Double(principal.rateLimitPerSecond))
+            return (t.granted, t.retryAfterSeconds)
+        }) {
+            metrics.rateLimited.increment()
+            throw APIError.rateLimited(retryAfterSeconds: wait)
+        }
+        let (resource, access) = route.permission
+        guard principal.permissions.allows(resource, access) else {
+            throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+        }
+        return principal
+    }
+
+    /// GET of a device, an app or a notification by a well-formed id: the key and the object in one
+    /// round trip (`APIKeyedReads`), the key's checks (`admit`) before the object is answered. Nil
+    /// for every other request.
+    func keyedRead(_ route: APIRoute, id: String?, key: String, hash: [UInt8], conn: PGConnection) throws -> HTTPResponse? {
+        let reads = APIKeyedReads(connection: conn)
+        let encoded: JSONValue?
+        switch route {
+        case .getDevice:
+            guard let uuid = id.flatMap({ PrefixedID.parse($0, as: .device) }) else { return nil }
+            let r = try reads.device(keyHash: hash, id: uuid)
+            try admit(r.principal, key: key, route: route, conn: conn)
+            encoded = r.object.map(ResponseBodies.device)
+        case .getApp:
+            guard let uuid = id.flatMap({ PrefixedID.parse($0, as: .app) }) else { return nil }
+            let r = try reads.app(keyHash: hash, id: uuid)
+            try admit(r.principal, key: key, route: route, conn: conn)
+            encoded = r.object.map(ResponseBodies.app)
+        case .getNotification:
+            guard let uuid = id.flatMap({ PrefixedID.parse($0, as: .notification) }) else { return nil }
+            let r = try reads.notification(keyHash: hash, id: uuid)
+            try admit(r.principal, key: key, route: route, conn: conn)
+            encoded = r.object.map(ResponseBodies.notification)
+        default:
+            return nil
+        }
+        guard let encoded else {
+            throw APIError.notFound(route == .getApp ? "no such push app" : route == .getDevice ? "no such device" : "no such notification")
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: JSONWriter.bytes(encoded))
+    }
+
+    // MARK: - Pieces
+
+    /// The key of `Authorization: Bearer mk_...`. - Throws: 401 when absent or malformed.
+    static func credential(_ request: HTTPRequest) throws -> String {
+        guard let header = request.header("authorization") else {
+            throw APIError.unauthorized("send Authorization: Bearer mk_test_... or mk_live_...")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw APIError.unauthorized("the Authorization header must be Bearer followed by the key")
+        }
+        let key = parts[1].trimmingCharacters(in: .whitespaces)
+        guard APIKeyFormat.mode(of: key) != nil else { throw APIError.unauthorized("unknown or revoked API key") }
+        return key
+    }
+
+    /// The route's typed body (nil for routes without one), after the content type check.
+    /// A route without a body (cancel, rotate) takes none or `{}`: a member is refused like any
+    /// unknown field, so a caller expecting it to mean something learns it does not.
+    static func body(_ route: APIRoute, _ request: HTTPRequest) throws -> RouteBody {
+        let bodiless = !route.takesBody
+        if bodiless && (!route.takesEmptyObject || request.body.isEmpty) { return .none }
+        let type = request.header("content-type")?.lowercased() ?? ""
+        let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let params = type.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+        guard media == "application/json", params.allSatisfy({ $0 == "charset=utf-8" || $0 == "charset=\"utf-8\"" }) else {
+            throw APIError.unsupportedMediaType()
+        }
+        if bodiless {
+            try JSONFields.parseBody(request.body).finish()
+            return .none
+        }
+        switch route {
+        case .registerDevice: return .device(try DeviceBody.decode(request.body))
+        case .createApp: return .app(try AppBody.decode(request.body, creating: true))
+        case .updateApp: return .app(try AppBody.decode(request.body, creating: false))
+        case .sendNotification: return .notification(try NotificationBody.decode(request.body))
+        case .createWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: true))
+        case .updateWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: false))
+        default: return .none
+        }
+    }
+
+    /// The app a request names (body `app_id`, or the `app_id` filter of a list), checked for
+    /// ownership in the key's round trip; nil when none or malformed (the route refuses those).
+    static func appNamed(_ route: APIRoute, _ body: Result<RouteBody, Error>, _ request: HTTPRequest) -> UUID? {
+        switch (route, body) {
+        case (.registerDevice, .success(.device(let b))): return PrefixedID.parse(b.appID, as: .app)
+        case (.sendNotification, .success(.notification(let b))): return PrefixedID.parse(b.appID, as: .app)
+        case (.createWebhookEndpoint, .success(.webhookEndpoint(let b))): return b.appID.flatMap { PrefixedID.parse($0, as: .app) }
+        case (.listDevices, _), (.listNotifications, _), (.listWebhookEndpoints, _):
+            return request.query.last(where: { $0.name == "app_id" })?.value.flatMap { PrefixedID.parse($0, as: .app) }
+        default: return nil
+        }
+    }
+
+    /// 503 for an unreachable or busy database, the stable code of the SQL functions' own
+    /// refusals (`CODE: message`), 500 for anything else (logged: a bug).
+    func databaseError(_ e: PGError, route: String, request: HTTPRequest) -> APIError {
+        if let domain = StoreErrors.domainError(e) { return AcceptanceMapping.apiError(domain) }
+        // PostgreSQL text cannot hold NUL: refused before anything is sent.
+        if e.code == .encode { return .validation("text fields may not contain NUL (\\u0000)", field: nil) }
+        metrics.dbErrors.increment()
+        if e.isRetryableTransient || e.code == PGPool.timeoutCode {
+            return .unavailable(e.code == PGPool.timeoutCode ? "every database session is busy; retry shortly"
+                                                             : "the database is unreachable; retry shortly")
+        }
+        log.error("api.db_error", ["route": route, "request_id": request.requestID, "code": e.code.rawValue,
+                                   "sqlstate": e.sqlState ?? "", "message": e.message, "constraint": e.constraint ?? ""])
+        return .internalError()
+    }
+
+    func respond(_ e: APIError, route: String, keyPrefix: String?) -> HTTPResponse {
+        HTTPResponse(status: e.status, headers: [("Content-Type", "application/json")] + e.headers.map { ($0.name, $0.value) },
+                     body: e.body, route: route, keyPrefix: keyPrefix)
+    }
+}
+
+/// A route's decoded body.
+enum RouteBody {
+    case none
+    case device(DeviceBody)
+    case app(AppBody)
+    case notification(NotificationBody)
+    case webhookEndpoint(WebhookEndpointBody)
+}

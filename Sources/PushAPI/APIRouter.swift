@@ -1,0 +1,107 @@
+import PushCore
+
+/// The API's routes (issue 14; the webhook endpoints of issue 19): method, path template, and the
+/// permission each needs (R-API-2). Pure; `docs/openapi.yaml` lists the same table.
+public enum APIRoute: String, Sendable, CaseIterable {
+    case registerDevice, listDevices, getDevice, deleteDevice
+    case createApp, listApps, getApp, updateApp
+    case sendNotification, listNotifications, getNotification, cancelNotification
+    case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
+    case rotateWebhookSecret
+
+    /// HTTP method.
+    public var method: String {
+        switch self {
+        case .registerDevice: return "PUT"
+        case .deleteDevice, .deleteWebhookEndpoint: return "DELETE"
+        case .updateApp, .updateWebhookEndpoint: return "PATCH"
+        case .createApp, .sendNotification, .cancelNotification, .createWebhookEndpoint, .rotateWebhookSecret: return "POST"
+        case .listDevices, .getDevice, .listApps, .getApp, .listNotifications, .getNotification, .listWebhookEndpoints,
+             .getWebhookEndpoint:
+            return "GET"
+        }
+    }
+
+    /// Path template (`{id}` for the id segment), also the route label of logs and metrics.
+    public var template: String {
+        switch self {
+        case .registerDevice, .listDevices: return "/v1/push/devices"
+        case .getDevice, .deleteDevice: return "/v1/push/devices/{id}"
+        case .createApp, .listApps: return "/v1/push/apps"
+        case .getApp, .updateApp: return "/v1/push/apps/{id}"
+        case .sendNotification, .listNotifications: return "/v1/push/notifications"
+        case .getNotification: return "/v1/push/notifications/{id}"
+        case .cancelNotification: return "/v1/push/notifications/{id}/cancel"
+        case .createWebhookEndpoint, .listWebhookEndpoints: return "/v1/push/webhook_endpoints"
+        case .getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint: return "/v1/push/webhook_endpoints/{id}"
+        case .rotateWebhookSecret: return "/v1/push/webhook_endpoints/{id}/rotate_secret"
+        }
+    }
+
+    /// The permission the route needs (R-API-2).
+    public var permission: (resource: APIResource, access: APIAccess) {
+        switch self {
+        case .registerDevice: return (.pushDevices, .write)
+        case .deleteDevice: return (.pushDevices, .delete)
+        case .listDevices, .getDevice, .listNotifications, .getNotification: return (.push, .read)
+        case .sendNotification, .cancelNotification: return (.push, .write)
+        case .listApps, .getApp: return (.pushApps, .read)
+        case .createApp, .updateApp: return (.pushApps, .write)
+        case .listWebhookEndpoints, .getWebhookEndpoint: return (.webhooks, .read)
+        case .createWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint, .rotateWebhookSecret:
+            return (.webhooks, .write)
+        }
+    }
+
+    /// True when the route reads a JSON body.
+    public var takesBody: Bool {
+        switch self {
+        case .registerDevice, .createApp, .updateApp, .sendNotification, .createWebhookEndpoint, .updateWebhookEndpoint:
+            return true
+        default: return false
+        }
+    }
+
+    /// A route without a body that still takes `{}` (an action on an object: cancel, rotate), so
+    /// a member sent to it is refused like any unknown field.
+    public var takesEmptyObject: Bool { self == .cancelNotification || self == .rotateWebhookSecret }
+}
+
+/// What the router made of a method and path.
+public enum RouteMatch: Sendable, Equatable {
+    /// A route, with the raw `{id}` segment when the template has one.
+    case route(APIRoute, id: String?)
+    /// The path exists, not with this method.
+    case methodNotAllowed(allowed: [String])
+    /// No such path.
+    case notFound
+}
+
+/// Matches requests to routes. Pure.
+public enum APIRouter {
+    /// Matches `method` and `path` (no query string). Paths are exact: no trailing slash.
+    public static func match(method: String, path: String) -> RouteMatch {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        // "", "v1", "push", collection [, id [, "cancel" | "rotate_secret"]]
+        guard parts.count >= 4, parts.count <= 6, parts[0].isEmpty, parts[1] == "v1", parts[2] == "push" else { return .notFound }
+        let collection = parts[3]
+        let id = parts.count >= 5 ? String(parts[4]) : nil
+        if let id, id.isEmpty { return .notFound }
+        var candidates: [APIRoute] = []
+        switch (collection, parts.count) {
+        case ("devices", 4): candidates = [.registerDevice, .listDevices]
+        case ("devices", 5): candidates = [.getDevice, .deleteDevice]
+        case ("apps", 4): candidates = [.createApp, .listApps]
+        case ("apps", 5): candidates = [.getApp, .updateApp]
+        case ("notifications", 4): candidates = [.sendNotification, .listNotifications]
+        case ("notifications", 5): candidates = [.getNotification]
+        case ("notifications", 6) where parts[5] == "cancel": candidates = [.cancelNotification]
+        case ("webhook_endpoints", 4): candidates = [.createWebhookEndpoint, .listWebhookEndpoints]
+        case ("webhook_endpoints", 5): candidates = [.getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint]
+        case ("webhook_endpoints", 6) where parts[5] == "rotate_secret": candidates = [.rotateWebhookSecret]
+        default: return .notFound
+        }
+        if let route = candidates.first(where: { $0.method == method }) { return .route(route, id: id) }
+        return .methodNotAllowed(allowed: candidates.map(\.method))
+    }
+}

@@ -1,0 +1,198 @@
+internal import CMicroHTTPD
+internal import CPushShims
+import Foundation
+import Glibc
+
+// The C callbacks of `HTTPServer`. libmicrohttpd calls, per connection: notify(STARTED); per
+// request: uriLog (request line read: the request's state is made and its deadline starts), the
+// access handler (once when the headers are in, once per body chunk, once at the end, and once
+// more after a resume), completed; and notify(CLOSED) before it closes the socket.
+
+private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {
+    cls.map { Unmanaged<ServerCore>.fromOpaque($0).takeUnretainedValue() }
+}
+
+func httpConnectionNotify(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+                          socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                          code: MHD_ConnectionNotificationCode) {
+    guard let core = core(cls), let connection else { return }
+    if code == .CONNECTION_NOTIFY_STARTED {
+        core.tracker.opened(connection, fd: cpush_http_connection_fd(connection), now: ConnectionTracker.now())
+    } else if let orphan = core.tracker.closed(connection) {
+        // A request that never reached the handler or never completed (too large a header block
+        // for libmicrohttpd, a deadline, the client gone): logged without a status.
+        report(core, orphan, status: 0, abort: orphan.started ? "closed" : "incomplete")
+    }
+}
+
+func httpURILog(cls: UnsafeMutableRawPointer?, uri: UnsafePointer<CChar>?, connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
+    guard let core = core(cls), let connection else { return nil }
+    let state = RequestState()
+    core.tracker.requestStarted(connection, state, now: state.start)
+    return Unmanaged.passUnretained(state).toOpaque()
+}
+
+func httpRequestCompleted(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+                          context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                          code: MHD_RequestTerminationCode) {
+    guard let core = core(cls), let connection else { return }
+    guard let state = core.tracker.requestEnded(connection, now: ConnectionTracker.now()) else { return }
+    let abort: String?
+    switch code {
+    case .REQUEST_TERMINATED_COMPLETED_OK: abort = nil
+    case .REQUEST_TERMINATED_TIMEOUT_REACHED: abort = "idle_timeout"
+    case .REQUEST_TERMINATED_DAEMON_SHUTDOWN: abort = "shutdown"
+    case .REQUEST_TERMINATED_CLIENT_ABORT: abort = "client_closed"
+    default: abort = "error"
+    }
+    report(core, state, status: state.status, abort: state.status == 0 ? (abort ?? "error") : abort)
+}
+
+/// Logs one exchange. A request whose answer a worker computed but that the connection closed
+/// before it could be queued (a client that gave up while its request ran) is logged with that
+/// answer's status, route and key, and `abort` "unsent": its work was done (a device registered,
+/// a notification accepted) though nobody read the answer. Status 0 is left for requests that
+/// never got an answer at all.
+private func report(_ core: ServerCore, _ state: RequestState, status: Int, abort: String?) {
+    var status = status, abort = abort, route = state.route, keyPrefix = state.keyPrefix, client = state.client
+    if status == 0, let unsent = state.answer {
+        (status, abort, route, keyPrefix, client) = (unsent.status, "unsent", unsent.route, unsent.keyPrefix, unsent.client)
+    }
+    core.handler.completed(HTTPExchange(method: String(state.method.prefix(16)), route: route, status: status,
+                                        seconds: ConnectionTracker.now() - state.start, requestID: state.requestID,
+                                        keyPrefix: keyPrefix, client: client, abort: abort))
+}
+
+func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+                       url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                       version: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?,
+                       uploadDataSize: UnsafeMutablePointer<Int>?,
+                       context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
+    guard let core = core(cls), let connection, let context, let raw = context.pointee else { return .NO }
+    let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
+    let config = core.config
+
+    if let answer = state.answer {                    // resumed with the worker's answer
+        state.answer = nil
+        return queue(core, connection, state, answer)
+    }
+    if !state.started {                               // headers complete
+        state.started = true
+        state.method = method.map { String(cString: $0) } ?? ""
+        state.path = url.map { String(cString: $0) } ?? "/"
+        readHeaders(connection, state)
+        readQuery(connection, state)
+        if state.headers.count > config.maxHeaderCount || state.headerBytes > config.maxHeaderBytes {
+            return queue(core, connection, state, core.handler.serverError(
+                status: 431, code: "REQUEST_HEADER_FIELDS_TOO_LARGE",
+                message: "at most \(config.maxHeaderCount) headers and \(config.maxHeaderBytes) bytes of headers",
+                requestID: state.requestID))
+        }
+        if let length = state.headers.last(where: { $0.name == "content-length" }).flatMap({ Int($0.value) }),
+           length > config.maxBodyBytes {
+            return queue(core, connection, state, tooLarge(core, state))
+        }
+        return .YES
+    }
+    if let size = uploadDataSize, size.pointee > 0 {  // a body chunk
+        if !state.bodyTooLarge, let data = uploadData {
+            if state.body.count + size.pointee > config.maxBodyBytes {
+                state.bodyTooLarge = true
+                state.body = []
+            } else {
+                data.withMemoryRebound(to: UInt8.self, capacity: size.pointee) {
+                    state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size.pointee))
+                }
+            }
+        }
+        size.pointee = 0
+        return .YES
+    }
+    if state.dispatched { return .YES }            // a spurious call while suspended
+    state.dispatched = true
+    core.tracker.requestComplete(connection)
+    if state.bodyTooLarge { return queue(core, connection, state, tooLarge(core, state)) }
+
+    let request = HTTPRequest(method: state.method, path: state.path, query: state.query, headers: state.headers,
+                              body: state.body, peer: peerAddress(connection), requestID: state.requestID)
+    state.body = []
+    guard let workers = core.workers else {
+        return queue(core, connection, state, core.handler.handle(request))
+    }
+    core.suspended.add(1)
+    MHD_suspend_connection(connection)
+    let submitted = workers.submit { [core] in
+        state.answer = core.handler.handle(request)
+        core.suspended.add(-1)
+        MHD_resume_connection(connection)
+    }
+    if !submitted {
+        state.answer = core.handler.serverError(status: 503, code: "SERVICE_UNAVAILABLE",
+                                                message: "the server is at capacity; retry shortly", requestID: state.requestID)
+        core.suspended.add(-1)
+        MHD_resume_connection(connection)
+    }
+    return .YES
+}
+
+private func tooLarge(_ core: ServerCore, _ state: RequestState) -> HTTPResponse {
+    core.handler.serverError(status: 413, code: "REQUEST_TOO_LARGE",
+                             message: "the body is over \(core.config.maxBodyBytes) bytes", requestID: state.requestID)
+}
+
+private func queue(_ core: ServerCore, _ connection: OpaquePointer, _ state: RequestState, _ answer: HTTPResponse) -> MHD_Result {
+    state.status = answer.status
+    state.route = answer.route
+    state.keyPrefix = answer.keyPrefix
+    state.client = answer.client
+    var body = answer.body
+    let response = body.withUnsafeMutableBytes { buffer in
+        MHD_create_response_from_buffer(buffer.count, buffer.baseAddress, .RESPMEM_MUST_COPY)
+    }
+    guard let response else { return .NO }
+    defer { MHD_destroy_response(response) }
+    for (name, value) in answer.headers { _ = MHD_add_response_header(response, name, value) }
+    _ = MHD_add_response_header(response, "Request-Id", state.requestID)
+    if core.draining.current { _ = MHD_add_response_header(response, "Connection", "close") }
+    return MHD_queue_response(connection, UInt32(answer.status), response)
+}
+
+/// Collects headers (names lower-cased), counting them and their bytes.
+private func readHeaders(_ connection: OpaquePointer, _ state: RequestState) {
+    let box = Unmanaged.passUnretained(state).toOpaque()
+    _ = MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+        guard let cls, let key else { return .YES }
+        let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
+        let name = String(cString: key)
+        let (text, valid) = value.map(decodeUTF8) ?? ("", true)
+        state.headerBytes += name.utf8.count + text.utf8.count
+        state.headers.append(HTTPRequest.Header(name, text, validUTF8: valid))
+        return .YES
+    }, box)
+}
+
+/// Collects query arguments in order (at most 64; more are ignored and the API refuses the
+/// request, as each route knows its arguments).
+private func readQuery(_ connection: OpaquePointer, _ state: RequestState) {
+    let box = Unmanaged.passUnretained(state).toOpaque()
+    _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { cls, _, key, value in
+        guard let cls, let key else { return .YES }
+        let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
+        guard state.query.count < 64 else { return .NO }
+        let (name, nameValid) = decodeUTF8(key)
+        let decoded = value.map(decodeUTF8)
+        state.query.append(HTTPRequest.QueryItem(name, decoded?.0, validUTF8: nameValid && decoded?.1 ?? true))
+        return .YES
+    }, box)
+}
+
+/// A C string as text, and whether its bytes were UTF-8 (else U+FFFD stands where they were not).
+private func decodeUTF8(_ c: UnsafePointer<CChar>) -> (String, Bool) {
+    if let s = String(validatingCString: c) { return (s, true) }
+    return (String(cString: c), false)
+}
+
+private func peerAddress(_ connection: OpaquePointer) -> String {
+    var buffer = [CChar](repeating: 0, count: 64)
+    return cpush_http_client_address(connection, &buffer, buffer.count) == 0 ? String(cString: buffer) : "unknown"
+}

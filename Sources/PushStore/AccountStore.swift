@@ -1,0 +1,184 @@
+import Foundation
+import PushCore
+
+/// An account (R-API-1): it owns apps and API keys.
+public struct Account: Sendable, Codable, Equatable {
+    /// The account id (`pacc_` + hex in the API and the CLI's output).
+    public var id: UUID
+    /// A name for people.
+    public var name: String
+    /// The account of apps made before accounts existed (sql/0008).
+    public var isDefault: Bool
+    /// When it was created.
+    public var createdAt: Date
+}
+
+/// An API key as stored: never the key itself, only its display prefix (R-API-3).
+public struct APIKeyRecord: Sendable, Codable, Equatable {
+    /// The key's id (`pkey_` + hex), used to revoke it.
+    public var id: UUID
+    /// The owning account.
+    public var accountID: UUID
+    /// `test` or `live`: the mode of every request made with it (R-MODE-1).
+    public var mode: String
+    /// An optional name for people.
+    public var name: String?
+    /// The first characters of the key (`APIKeyFormat.displayPrefix`).
+    public var prefix: String
+    /// Canonical permissions text (R-API-2).
+    public var permissions: String
+    /// Requests per second across every replica.
+    public var rateLimitPerSecond: Int
+    /// When it was created.
+    public var createdAt: Date
+    /// When it was revoked, nil while it works.
+    public var revokedAt: Date?
+}
+
+/// Who a request's key says it is: one row read per request, so a revocation is seen by every
+/// replica on its next request (R-API-3).
+public struct APIPrincipal: Sendable, Equatable {
+    /// The key's id.
+    public var keyID: UUID
+    /// The key's account.
+    public var accountID: UUID
+    /// The request's mode (R-MODE-1).
+    public var mode: Mode
+    /// Granted permissions (R-API-2).
+    public var permissions: APIPermissions
+    /// Requests per second across every replica.
+    public var rateLimitPerSecond: Int
+    /// True once revoked (the request is refused).
+    public var revoked: Bool
+    /// When the request named an app: whether it is the key's account's (and not deleted); nil
+    /// when no app was named.
+    public var appOwned: Bool?
+}
+
+/// Accounts and API keys (sql/0008, SQL in `AccountQueries`). Keys are generated here, shown
+/// once, and stored as their SHA-256 with a display prefix.
+public final class AccountStore {
+    /// The session every call runs on.
+    public let connection: PGConnection
+
+    /// A store on `connection`.
+    public init(connection: PGConnection) { self.connection = connection }
+
+    /// Creates an account. - Throws: `PushError` `VALIDATION_ERROR` for a name that is not 1 to 200
+    /// characters; `PGError` otherwise.
+    public func createAccount(name: String) throws -> Account {
+        guard !name.isEmpty, name.unicodeScalars.count <= 200, !name.unicodeScalars.contains("\u{0}") else {
+            throw PushError(.validationError, "name: must be 1 to 200 characters, without NUL")
+        }
+        return try Self.account(connection.exec(AccountQueries.accountCreate, [.text(name)]), 0)
+    }
+
+    /// The account, or nil.
+    public func account(id: UUID) throws -> Account? {
+        let r = try connection.exec(AccountQueries.accountGet, [.uuid(id)])
+        return r.rowCount == 0 ? nil : try Self.account(r, 0)
+    }
+
+    /// Generates a key of `mode` for `accountID` and stores its hash (R-API-3).
+    /// - Returns: the key text (shown once, never stored) and its record.
+    /// - Throws: `PushError` `NOT_FOUND` for an unknown account, `VALIDATION_ERROR` for a rate
+    ///   outside 1...1,000,000 or a bad name; `PGError` otherwise.
+    public func issueKey(accountID: UUID, mode: Mode, permissions: APIPermissions, name: String? = nil,
+                         rateLimitPerSecond: Int? = nil) throws -> (key: String, record: APIKeyRecord) {
+        if let rate = rateLimitPerSecond, !(1...1_000_000).contains(rate) {
+            throw PushError(.validationError, "rate_limit: must be 1 to 1000000 requests per second")
+        }
+        if let name, name.isEmpty || name.unicodeScalars.count > 200 || name.unicodeScalars.contains("\u{0}") {
+            throw PushError(.validationError, "name: must be 1 to 200 characters, without NUL")
+        }
+        guard !permissions.grants.isEmpty else { throw PushError(.validationError, "permissions: grant at least one") }
+        var generator = SystemRandomNumberGenerator()
+        let key = APIKeyFormat.generate(mode: mode, using: &generator)
+        let r = try connection.exec(AccountQueries.keyCreate, [
+            .uuid(accountID), .text(mode.rawValue), name.map(PGValue.text), .bytea(try APIKeyFormat.hash(key)),
+            .text(APIKeyFormat.displayPrefix(key)), .text(permissions.text), rateLimitPerSecond.map(PGValue.int),
+        ])
+        guard r.rowCount == 1 else { throw PushError(.notFound, "no account \(PrefixedID.format(.account, accountID))") }
+        return (key, try Self.key(r, 0))
+    }
+
+    /// The account's keys, oldest first (never the key text).
+    public func listKeys(accountID: UUID) throws -> [APIKeyRecord] {
+        let r = try connection.exec(AccountQueries.keyList, [.uuid(accountID)])
+        return try r.rows.map { try Self.key(r, $0) }
+    }
+
+    /// Revokes a key (idempotent: the first revocation time is kept); nil for an unknown key.
+    public func revokeKey(id: UUID) throws -> APIKeyRecord? {
+        let r = try connection.exec(AccountQueries.keyRevoke, [.uuid(id)])
+        return r.rowCount == 0 ? nil : try Self.key(r, 0)
+    }
+
+    /// The principal of the key whose SHA-256 is `keyHash`, or nil for an unknown key; with
+    /// `appID`, whether that app is the key's account's. One prepared statement, one round trip.
+    /// - Throws: `PGError` on database failure (a stored permission text this build cannot read
+    ///   is `DB_DECODE`).
+    public func authenticate(keyHash: [UInt8], appID: UUID?) throws -> APIPrincipal? {
+        let r = try connection.execPrepared(name: "pushfleet_api_authenticate", sql: AccountQueries.authenticate,
+                                            params: [.bytea(keyHash), appID.map(PGValue.uuid)])
+        var p = try Self.principal(r)
+        if p != nil { p?.appOwned = try r.decode(0, "app_owned") }
+        return p
+    }
+
+    /// The principal in row 0 of `r` (columns `key_id`, `key_account_id`, `key_mode`,
+    /// `key_permissions`, `key_rate_limit`, `key_revoked`); nil when `r` has no row.
+    static func principal(_ r: PGResult) throws -> APIPrincipal? {
+        guard r.rowCount > 0 else { return nil }
+        guard let mode = Mode(rawValue: try r.string(0, "key_mode")),
+              let permissions = Self.permissions(try r.string(0, "key_permissions")) else {
+            throw PGError(code: .decode, message: "push_api_keys row has a mode or permissions this build cannot read")
+        }
+        return APIPrincipal(keyID: try r.uuid(0, "key_id"), accountID: try r.uuid(0, "key_account_id"), mode: mode,
+                            permissions: permissions, rateLimitPerSecond: try r.int(0, "key_rate_limit"),
+                            revoked: try r.bool(0, "key_revoked"), appOwned: nil)
+    }
+
+    /// Takes up to `want` tokens from the key's shared bucket (`push_api_take_tokens`, sql/0008).
+    /// - Returns: the tokens granted and, when none, the seconds until the next one.
+    public func takeTokens(keyID: UUID, want: Int, ratePerSecond: Double, burst: Double) throws
+        -> (granted: Int, retryAfterSeconds: Double) {
+        let r = try connection.execPrepared(name: "pushfleet_api_take_tokens", sql: AccountQueries.takeTokens,
+                                            params: [.uuid(keyID), .int(want), .double(ratePerSecond), .double(burst)])
+        return (try r.int(0, "granted"), try r.double(0, "retry_after_seconds"))
+    }
+
+    /// Parsed permission texts: a handful of distinct ones, read on every request.
+    private static let permissionCache = PermissionCache()
+
+    private static func permissions(_ text: String) -> APIPermissions? { permissionCache.get(text) }
+
+    private static func account(_ r: PGResult, _ i: Int) throws -> Account {
+        Account(id: try r.uuid(i, "id"), name: try r.string(i, "name"), isDefault: try r.bool(i, "is_default"),
+                createdAt: try r.date(i, "created_at"))
+    }
+
+    private static func key(_ r: PGResult, _ i: Int) throws -> APIKeyRecord {
+        APIKeyRecord(id: try r.uuid(i, "id"), accountID: try r.uuid(i, "account_id"), mode: try r.string(i, "mode"),
+                     name: try r.decode(i, "name"), prefix: try r.string(i, "key_prefix"),
+                     permissions: try r.string(i, "permissions"),
+                     rateLimitPerSecond: try r.int(i, "rate_limit_per_second"),
+                     createdAt: try r.date(i, "created_at"), revokedAt: try r.decode(i, "revoked_at"))
+    }
+}
+
+/// Permission texts parsed once (bounded: cleared past 1,024 distinct texts).
+final class PermissionCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var parsed: [String: APIPermissions] = [:]
+
+    func get(_ text: String) -> APIPermissions? {
+        if let p = lock.withLock({ parsed[text] }) { return p }
+        guard let p = try? APIPermissions(parsing: text) else { return nil }
+        lock.withLock {
+            if parsed.count >= 1_024 { parsed.removeAll() }
+            parsed[text] = p
+        }
+        return p
+    }
+}

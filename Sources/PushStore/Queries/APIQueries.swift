@@ -1,0 +1,117 @@
+/// SQL of the HTTP API's reads (`APIReadStore`), each scoped to the key's account and mode
+/// (R-API-1, R-MODE-1): another account's or mode's object is simply not found. Lists are newest
+/// first with keyset pagination on (created_at, id); a cursor is resolved by id inside the query.
+enum APIQueries {
+    static let deviceColumns = """
+    d.id, d.app_id, d.platform, d.user_id, d.apns_environment, d.active, d.kid, d.created_at, d.last_registered_at
+    """
+
+    /// Primary key, then the app's primary key.
+    static let deviceGet = """
+    SELECT \(deviceColumns)
+      FROM push_devices d JOIN push_apps a ON a.id = d.app_id
+     WHERE d.id = $1::uuid AND d.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
+    """
+
+    /// The account's apps (or the one `$2`), each contributing at most `$7` rows from
+    /// `push_devices_list_idx` / `push_devices_user_list_idx`, merged newest first.
+    /// `$1` account, `$2` app, `$3` mode, `$4` user, `$5` active, `$6` cursor device, `$7` limit.
+    static let deviceList = """
+    SELECT d.* FROM push_apps a CROSS JOIN LATERAL (
+        SELECT \(deviceColumns) FROM push_devices d
+         WHERE d.app_id = a.id AND d.mode = $3::text
+           AND ($4::text IS NULL OR d.user_id = $4::text) AND ($5::boolean IS NULL OR d.active = $5::boolean)
+           AND ($6::uuid IS NULL OR (d.created_at, d.id) < (SELECT c.created_at, c.id FROM push_devices c WHERE c.id = $6::uuid))
+         ORDER BY d.created_at DESC, d.id DESC LIMIT $7::int) d
+     WHERE a.account_id = $1::uuid AND a.deleted_at IS NULL AND ($2::uuid IS NULL OR a.id = $2::uuid)
+     ORDER BY d.created_at DESC, d.id DESC LIMIT $7::int
+    """
+
+    static let appColumns = """
+    id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key, placeholder_body_loc_key, \
+    created_at
+    """
+
+    static let appGet = """
+    SELECT \(appColumns) FROM push_apps WHERE id = $1::uuid AND account_id = $2::uuid AND deleted_at IS NULL
+    """
+
+    /// `push_apps_account_idx`. `$1` account, `$2` cursor app, `$3` limit.
+    static let appList = """
+    SELECT \(appColumns) FROM push_apps
+     WHERE account_id = $1::uuid AND deleted_at IS NULL
+       AND ($2::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM push_apps c WHERE c.id = $2::uuid))
+     ORDER BY created_at DESC, id DESC LIMIT $3::int
+    """
+
+    static let notificationColumns = """
+    n.id, n.app_id, n.status, n.encrypted, n.device_count, n.error_code, n.send_at, n.accepted_at, n.finished_at
+    """
+
+    /// The notification and its deliveries in one round trip (primary keys; one row per delivery,
+    /// or one row with NULL delivery columns).
+    static let notificationGet = """
+    SELECT \(notificationColumns), v.device_id, v.status AS delivery_status, v.encrypted AS delivery_encrypted,
+           v.error_code AS delivery_error_code, v.attempts
+      FROM push_notifications n JOIN push_apps a ON a.id = n.app_id
+      LEFT JOIN push_deliveries v ON v.notification_id = n.id
+     WHERE n.id = $1::uuid AND n.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
+     ORDER BY v.created_at, v.device_id
+    """
+
+    /// As `deviceList`, from `push_notifications_list_idx`. `$1` account, `$2` app, `$3` mode,
+    /// `$4` status, `$5` cursor notification, `$6` limit.
+    static let notificationList = """
+    SELECT n.* FROM push_apps a CROSS JOIN LATERAL (
+        SELECT \(notificationColumns) FROM push_notifications n
+         WHERE n.app_id = a.id AND n.mode = $3::text AND ($4::text IS NULL OR n.status = $4::text)
+           AND ($5::uuid IS NULL
+                OR (n.accepted_at, n.id) < (SELECT c.accepted_at, c.id FROM push_notifications c WHERE c.id = $5::uuid))
+         ORDER BY n.accepted_at DESC, n.id DESC LIMIT $6::int) n
+     WHERE a.account_id = $1::uuid AND a.deleted_at IS NULL AND ($2::uuid IS NULL OR a.id = $2::uuid)
+     ORDER BY n.accepted_at DESC, n.id DESC LIMIT $6::int
+    """
+
+    /// Whether the notification is visible to the account and mode (before a cancel).
+    static let notificationVisible = """
+    SELECT n.app_id FROM push_notifications n JOIN push_apps a ON a.id = n.app_id
+     WHERE n.id = $1::uuid AND n.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
+    """
+}
+
+/// The GET-by-id reads fused with the key lookup (`APIKeyedReads`): one statement, one round trip,
+/// finds the key by its hash (`push_api_keys_hash_key`) and the object scoped to that key's account
+/// and mode (primary keys). No row: no such key; a row with a NULL object: not visible.
+enum APIKeyedQueries {
+    static let keyColumns = """
+    k.id AS key_id, k.account_id AS key_account_id, k.mode AS key_mode, k.permissions AS key_permissions,
+    k.rate_limit_per_second AS key_rate_limit, k.revoked_at IS NOT NULL AS key_revoked
+    """
+
+    static let device = """
+    SELECT \(keyColumns), \(APIQueries.deviceColumns)
+      FROM push_api_keys k
+      LEFT JOIN (push_devices d JOIN push_apps a ON a.id = d.app_id AND a.deleted_at IS NULL)
+             ON d.id = $2::uuid AND d.mode = k.mode AND a.account_id = k.account_id
+     WHERE k.key_hash = $1::bytea
+    """
+
+    static let app = """
+    SELECT \(keyColumns), a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
+           a.placeholder_title_loc_key, a.placeholder_body_loc_key, a.created_at
+      FROM push_api_keys k
+      LEFT JOIN push_apps a ON a.id = $2::uuid AND a.account_id = k.account_id AND a.deleted_at IS NULL
+     WHERE k.key_hash = $1::bytea
+    """
+
+    static let notification = """
+    SELECT \(keyColumns), \(APIQueries.notificationColumns), v.device_id, v.status AS delivery_status,
+           v.encrypted AS delivery_encrypted, v.error_code AS delivery_error_code, v.attempts
+      FROM push_api_keys k
+      LEFT JOIN (push_notifications n JOIN push_apps a ON a.id = n.app_id AND a.deleted_at IS NULL)
+             ON n.id = $2::uuid AND n.mode = k.mode AND a.account_id = k.account_id
+      LEFT JOIN push_deliveries v ON v.notification_id = n.id
+     WHERE k.key_hash = $1::bytea
+     ORDER BY v.created_at, v.device_id
+    """
+}

@@ -1,0 +1,44 @@
+/// SQL of accounts, API keys and rate-limit buckets (sql/0008), in one place. Parameterized.
+enum AccountQueries {
+    static let accountCreate = """
+    INSERT INTO push_accounts (name) VALUES ($1::text) RETURNING id, name, is_default, created_at
+    """
+
+    static let accountGet = "SELECT id, name, is_default, created_at FROM push_accounts WHERE id = $1::uuid"
+
+    static let keyColumns = """
+    id, account_id, mode, name, key_prefix, permissions, rate_limit_per_second, created_at, revoked_at
+    """
+
+    /// Inserts only when the account exists (no row: NOT_FOUND).
+    static let keyCreate = """
+    INSERT INTO push_api_keys (account_id, mode, name, key_hash, key_prefix, permissions, rate_limit_per_second)
+    SELECT a.id, $2::text, $3::text, $4::bytea, $5::text, $6::text, coalesce($7::int, 100)
+      FROM push_accounts a WHERE a.id = $1::uuid
+    RETURNING \(keyColumns)
+    """
+
+    /// `push_api_keys_account_idx`.
+    static let keyList = """
+    SELECT \(keyColumns) FROM push_api_keys WHERE account_id = $1::uuid ORDER BY created_at, id
+    """
+
+    /// Revokes once (the first revocation time is kept) and returns the key either way.
+    static let keyRevoke = """
+    UPDATE push_api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1::uuid RETURNING \(keyColumns)
+    """
+
+    /// The per-request check: the key by its hash (`push_api_keys_hash_key`) and, when the request
+    /// names an app (`$2`), whether that app is the key's account's and not deleted (primary key).
+    static let authenticate = """
+    SELECT \(APIKeyedQueries.keyColumns),
+           CASE WHEN $2::uuid IS NULL THEN NULL
+                ELSE EXISTS (SELECT 1 FROM push_apps a
+                              WHERE a.id = $2::uuid AND a.account_id = k.account_id AND a.deleted_at IS NULL) END AS app_owned
+      FROM push_api_keys k WHERE k.key_hash = $1::bytea
+    """
+
+    static let takeTokens = """
+    SELECT granted, retry_after_seconds FROM push_api_take_tokens($1::uuid, $2::int, $3::float8, $4::float8)
+    """
+}
