@@ -13,7 +13,9 @@ enum Report {
             if let p = d.payload { lines.append("    payload (\(d.payloadBytes ?? 0) bytes): \(p)") }
         }
         for l in r.ledger {
-            lines.append("  ledger \(l.kind)  device \(PrefixedID.format(.device, l.deviceID))  \(l.reason ?? "")")
+            // An `sms` row is the notification's, of no device.
+            let device = l.kind == "sms" ? "" : "  device \(PrefixedID.format(.device, l.deviceID))"
+            lines.append("  ledger \(l.kind)\(device)  \(l.reason ?? "")")
         }
         if let s = r.sms {
             lines.append("  sms \(s.status)  provider=\(s.provider ?? "-")  id=\(s.providerMessageID ?? "-")  error_code=\(s.errorCode ?? "-")"

@@ -223,7 +223,8 @@ final class SMSFallbackTests: SMSTestCase {
         let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(sent.output.utf8)) as? [String: Any], sent.output)
         XCTAssertEqual(answer["sms_segments"] as? Int, 3)
         XCTAssertEqual(answer["sms_encoding"] as? String, "UCS-2")
-        let id = try XCTUnwrap((answer["notification_id"] as? String).flatMap(UUID.init(uuidString:)))
+        let id = try XCTUnwrap((answer["notification_id"] as? String).flatMap { PrefixedID.parse($0, as: .notification) },
+                               "the prefixed id (R-API-4)")
         let refused = try LiveWebPushCLI.run(LiveWebPushCLI.executable, [
             "send", "--app", appID.uuidString.lowercased(), "--mode", "test", "--user", "carol", "--title", "Hi",
             "--sms-phone", "06 12 34 56 78", "--sms-text", "hi", "--json"], environment: env)
@@ -236,7 +237,7 @@ final class SMSFallbackTests: SMSTestCase {
         XCTAssertTrue(shown.output.contains("sms queued  provider=simulator"), shown.output)
         XCTAssertTrue(shown.output.contains("segments=3 UCS-2"), shown.output)
         XCTAssertTrue(shown.output.contains("request (test mode, not sent): To=%2B33612345678&From=%2B15005550006&Body="), shown.output)
-        XCTAssertTrue(shown.output.contains("ledger sms  device 00000000-0000-0000-0000-000000000000  queued"), shown.output)
+        XCTAssertTrue(shown.output.contains("ledger sms  queued"), shown.output)
         let json = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["notifications", "show", id.uuidString, "--json"], environment: env)
         let sms = (try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])?["sms"] as? [String: Any]
         XCTAssertEqual(sms?["status"] as? String, "queued")
