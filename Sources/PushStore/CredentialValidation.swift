@@ -33,7 +33,7 @@ public enum CredentialValidation {
         case .twilio:
             return try twilio(config: rest, secret: secret)
         default:
-            throw PushError(.validationError, "kind: \(kind.rawValue.prefix(40)) has no credential validation")
+            throw PushError(.validationError, "kind: \(kind.rawValue.prefix(40)) has no credential validation", field: "kind")
         }
     }
 
@@ -44,7 +44,7 @@ public enum CredentialValidation {
     public static func webpush(subject: String, privateKeyPEM: [UInt8]) throws -> [String: String] {
         guard subject.hasPrefix("mailto:") || subject.hasPrefix("https://"), subject.count <= 255,
               !subject.contains(where: { $0.isWhitespace }) else {
-            throw PushError(.validationError, "subject: must be a mailto: or https: contact URI (RFC 8292 §2.1)")
+            throw PushError(.validationError, "subject: must be a mailto: or https: contact URI (RFC 8292 §2.1)", field: "subject")
         }
         guard let pem = String(bytes: privateKeyPEM, encoding: .utf8) else {
             throw PushError(.validationError, "vapid key: not UTF-8 text")
@@ -64,18 +64,18 @@ public enum CredentialValidation {
     /// - Throws: `VALIDATION_ERROR`.
     public static func apns(teamID: String, keyID: String, topic: String, p8PEM: [UInt8],
                             overrides: [String: String] = [:]) throws -> [String: String] {
-        try identifier(teamID, name: "team id")
-        try identifier(keyID, name: "key id")
+        try identifier(teamID, name: "team id", field: "team_id")
+        try identifier(keyID, name: "key id", field: "key_id")
         guard !topic.isEmpty, topic.count <= 255, !topic.contains(where: { $0.isWhitespace || $0 == "/" }) else {
-            throw PushError(.validationError, "topic: must be the app's bundle id (non-empty, no spaces)")
+            throw PushError(.validationError, "topic: must be the app's bundle id (non-empty, no spaces)", field: "topic")
         }
         guard let pem = String(bytes: p8PEM, encoding: .utf8) else {
-            throw PushError(.validationError, "p8 key: not UTF-8 text")
+            throw PushError(.validationError, "p8 key: not UTF-8 text", field: "p8")
         }
         do {
             _ = try JWTSigner.es256(privateKeyPEM: pem, keyId: keyID)
         } catch let e as JWTError {
-            throw PushError(.validationError, "p8 key: not a P-256 PKCS#8 PEM private key (\(e.code))")
+            throw PushError(.validationError, "p8 key: not a P-256 PKCS#8 PEM private key (\(e.code))", field: "p8")
         }
         var config = try checkedOverrides(overrides, kind: .apns)
         config["team_id"] = teamID
@@ -91,14 +91,14 @@ public enum CredentialValidation {
     /// - Throws: `VALIDATION_ERROR`.
     public static func fcm(serviceAccountJSON: [UInt8], overrides: [String: String] = [:]) throws -> [String: String] {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(serviceAccountJSON))) as? [String: Any] else {
-            throw PushError(.validationError, "service account: not a JSON object")
+            throw PushError(.validationError, "service account: not a JSON object", field: "service_account")
         }
         if let type = object["type"], type as? String != "service_account" {
-            throw PushError(.validationError, "service account: type is not service_account")
+            throw PushError(.validationError, "service account: type is not service_account", field: "service_account")
         }
         func field(_ name: String) throws -> String {
             guard let v = object[name] as? String, !v.isEmpty else {
-                throw PushError(.validationError, "service account: \(name) missing or empty")
+                throw PushError(.validationError, "service account: \(name) missing or empty", field: "service_account.\(name)")
             }
             return v
         }
@@ -106,7 +106,7 @@ public enum CredentialValidation {
         do {
             _ = try JWTSigner.rs256(privateKeyPEM: key)
         } catch let e as JWTError {
-            throw PushError(.validationError, "service account: private_key is not a usable RSA key (\(e.code))")
+            throw PushError(.validationError, "service account: private_key is not a usable RSA key (\(e.code))", field: "service_account.private_key")
         }
         var config = try checkedOverrides(overrides, kind: .fcm)
         config["project_id"] = project
@@ -133,15 +133,16 @@ public enum CredentialValidation {
         switch (from, service) {
         case (let number?, nil):
             guard twilioSender(number) else {
-                throw PushError(.validationError, "from: must be an E.164 number, a short code or an alphanumeric sender id")
+                throw PushError(.validationError, "from: must be an E.164 number, a short code or an alphanumeric sender id", field: "from")
             }
         case (nil, let sid?):
             try twilioSID(sid, prefix: "MG", name: "messaging_service_sid")
         default:
-            throw PushError(.validationError, "from / messaging_service_sid: give exactly one sender")
+            throw PushError(.validationError, "from / messaging_service_sid: give exactly one sender", field: "from")
         }
         guard (16...128).contains(secret.count), secret.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw PushError(.validationError, "\(apiKey == nil ? "auth token" : "api key secret"): must be 16 to 128 printable ASCII characters without spaces")
+            throw PushError(.validationError, "\(apiKey == nil ? "auth token" : "api key secret"): must be 16 to 128 printable ASCII characters without spaces",
+                            field: apiKey == nil ? "auth_token" : "api_key_secret")
         }
         var stored = try checkedOverrides(rest, kind: .twilio)
         stored["account_sid"] = account
@@ -155,7 +156,7 @@ public enum CredentialValidation {
     static func twilioSID(_ text: String, prefix: String, name: String) throws {
         let hex = text.dropFirst(prefix.count)
         guard text.hasPrefix(prefix), hex.count == 32, hex.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
-            throw PushError(.validationError, "\(name): must be \(prefix) and 32 hex digits")
+            throw PushError(.validationError, "\(name): must be \(prefix) and 32 hex digits", field: name)
         }
     }
 
@@ -168,9 +169,9 @@ public enum CredentialValidation {
             && text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == " " })
     }
 
-    static func identifier(_ text: String, name: String) throws {
+    static func identifier(_ text: String, name: String, field: String) throws {
         guard text.count == 10, text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            throw PushError(.validationError, "\(name): must be exactly 10 letters or digits")
+            throw PushError(.validationError, "\(name): must be exactly 10 letters or digits", field: field)
         }
     }
 
@@ -178,10 +179,11 @@ public enum CredentialValidation {
         let allowed = overrideKeys[kind] ?? []
         for (key, value) in overrides {
             guard allowed.contains(key) else {
-                throw PushError(.validationError, "config: \(key.prefix(40)) is not a known \(kind.rawValue) override")
+                throw PushError(.validationError, "config: \(key.prefix(40)) is not a known \(kind.rawValue) override",
+                                field: String(key.prefix(40)))
             }
             guard value.hasPrefix("https://"), URL(string: value)?.host != nil else {
-                throw PushError(.validationError, "config: \(key) must be an https:// URL")
+                throw PushError(.validationError, "config: \(key) must be an https:// URL", field: key)
             }
         }
         return overrides

@@ -183,23 +183,31 @@ public final class SMSStore {
         try connection.exec(SMSQueries.open).int(0, "n")
     }
 
-    /// The SMS fallback of notification `id`, or nil when it has none (yet). The segment count of a
-    /// pending SMS is computed from its text (PushCore), until the text is erased.
+    /// The SMS fallback of notification `id`, or nil when it has none (yet).
     public func report(notificationID id: UUID) throws -> SMSReport? {
         let r = try connection.exec(SMSQueries.byNotification, [.uuid(id)])
-        if r.rowCount == 0 { return nil }
-        let text: String? = try r.decode(0, "text")
+        return r.rowCount == 0 ? nil : try Self.report(r, 0)
+    }
+
+    /// The SMS fallback in row `i` of a result holding `SMSQueries.reportColumns` (nil when its
+    /// `sms_status` is NULL: no SMS). The one decoder of `notifications show` and the API's
+    /// notification answers. The segment count of a pending SMS is computed from its text
+    /// (PushCore), until the text is erased.
+    public static func report(_ r: PGResult, _ i: Int) throws -> SMSReport? {
+        guard let status: String = try r.decode(i, "sms_status") else { return nil }
+        let text: String? = try r.decode(i, "sms_text")
         let measured = text.map(SMSSegments.init)
-        let request: [UInt8]? = try r.decode(0, "request")
-        return SMSReport(status: try r.string(0, "status"), provider: try r.decode(0, "provider"),
-                         providerMessageID: try r.decode(0, "provider_message_id"), errorCode: try r.decode(0, "error_code"),
-                         providerErrorCode: try r.decode(0, "provider_error_code"),
-                         errorDetail: try r.decode(0, "error_detail"), attempts: try r.int(0, "attempts"),
-                         segments: try r.decode(0, "segments") ?? measured?.count,
-                         encoding: try r.decode(0, "encoding") ?? measured?.encoding.rawValue,
+        let request: [UInt8]? = try r.decode(i, "sms_request")
+        return SMSReport(status: status, provider: try r.decode(i, "sms_provider"),
+                         providerMessageID: try r.decode(i, "sms_provider_message_id"),
+                         errorCode: try r.decode(i, "sms_error_code"),
+                         providerErrorCode: try r.decode(i, "sms_provider_error_code"),
+                         errorDetail: try r.decode(i, "sms_error_detail"), attempts: try r.int(i, "sms_attempts"),
+                         segments: try r.decode(i, "sms_segments") ?? measured?.count,
+                         encoding: try r.decode(i, "sms_encoding") ?? measured?.encoding.rawValue,
                          request: request.map { String(decoding: $0, as: UTF8.self) },
-                         queuedAt: try r.date(0, "created_at"), sentAt: try r.decode(0, "sent_at"),
-                         finishedAt: try r.decode(0, "finished_at"), erased: try r.bool(0, "erased"))
+                         queuedAt: try r.date(i, "sms_created_at"), sentAt: try r.decode(i, "sms_sent_at"),
+                         finishedAt: try r.decode(i, "sms_finished_at"), erased: try r.bool(i, "sms_erased"))
     }
 
     /// The JSON array `push_sms_record` reads (the fields of the `push_sms_attempt` type).

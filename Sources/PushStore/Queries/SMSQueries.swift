@@ -34,11 +34,20 @@ enum SMSQueries {
          + (SELECT count(*) FROM push_outbox WHERE kind = 'sms' AND state = 'running') AS n
     """
 
-    /// A notification's SMS fallback (`notifications show`, the API's notification read).
+    /// A notification's SMS fallback as `SMSStore.report(_:_:)` decodes it: every column prefixed
+    /// `sms_` (the API's notification reads join it beside the notification's and deliveries' own
+    /// `status` and `error_code`); `sms_status` is NULL when the notification has none. `s` is
+    /// push_sms_outbox.
+    static let reportColumns = """
+    s.status AS sms_status, s.provider AS sms_provider, s.provider_message_id AS sms_provider_message_id,
+    s.error_code AS sms_error_code, s.provider_error_code AS sms_provider_error_code, s.error_detail AS sms_error_detail,
+    s.attempts AS sms_attempts, s.segments AS sms_segments, s.encoding AS sms_encoding, s.text AS sms_text,
+    s.request AS sms_request, s.created_at AS sms_created_at, s.sent_at AS sms_sent_at, s.finished_at AS sms_finished_at,
+    s.content_erased_at IS NOT NULL AS sms_erased
+    """
+
+    /// A notification's SMS fallback (`notifications show`; the API reads the same columns joined).
     static let byNotification = """
-    SELECT s.status, s.provider, s.provider_message_id, s.error_code, s.provider_error_code, s.error_detail,
-           s.attempts, s.segments, s.encoding, s.text, s.request, s.created_at, s.sent_at, s.finished_at,
-           s.content_erased_at IS NOT NULL AS erased
-      FROM push_sms_outbox s WHERE s.notification_id = $1::uuid
+    SELECT \(reportColumns) FROM push_sms_outbox s WHERE s.notification_id = $1::uuid
     """
 }
