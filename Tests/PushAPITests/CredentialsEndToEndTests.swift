@@ -105,12 +105,7 @@ final class CredentialsEndToEndTests: APITestCase {
         let listed = try XCTUnwrap(try api("GET", "/v1/push/notifications?app_id=\(appID)")["data"] as? [[String: Any]])
         XCTAssertEqual(listed.first { $0["id"] as? String == toCarol }?["sms"] as? NSDictionary, sms as NSDictionary)
         XCTAssertTrue(listed.first { $0["id"] as? String == toAlice }?["sms"] is NSNull)
-        let uuid = try XCTUnwrap(PrefixedID.parse(toCarol, as: .notification)).uuidString.lowercased()
-        let show = try APIProcesses.run(["notifications", "show", uuid, "--json"], environment: env)
-        XCTAssertEqual(show.status, 0, show.stderr)
-        let shown = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])?["sms"]
-                                  as? [String: Any], show.stdout)
-        try SMSFacts.assertEqual(api: sms, cli: shown)
+        try SMSFacts.assertEqual(api: sms, cli: try SMSFacts.shown(toCarol, environment: env))
 
         // Secrets are write-only: no answer, no line of the server's log or the worker's shows one.
         let secrets = [Self.twilioToken, "PRIVATE KEY"] + CredentialRoutesTests.pemLines(p8) + CredentialRoutesTests.pemLines(saKey)
@@ -154,12 +149,7 @@ final class SMSOnTheAPITests: APITestCase {
             XCTAssertEqual(r.status, 200, r.text)
             XCTAssertEqual(r.json["status"] as? String, "sms_fallback", r.text)
             let s = try XCTUnwrap(r.json["sms"] as? [String: Any], r.text)
-            let uuid = try XCTUnwrap(PrefixedID.parse(id, as: .notification)).uuidString.lowercased()
-            let show = try APIProcesses.run(["notifications", "show", uuid, "--json"], environment: env)
-            XCTAssertEqual(show.status, 0, show.stderr)
-            let shown = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])?["sms"]
-                                      as? [String: Any], show.stdout)
-            try SMSFacts.assertEqual(api: s, cli: shown)
+            try SMSFacts.assertEqual(api: s, cli: try SMSFacts.shown(id, environment: env))
             return s
         }
         let queued = try sms(ok)
@@ -189,6 +179,15 @@ enum SMSFacts {
     static let values = ["status", "provider", "provider_message_id", "error_code", "provider_error_code", "error_detail",
                          "attempts", "segments", "encoding", "request", "erased"]
     static let times = ["queued_at", "sent_at", "finished_at"]
+
+    /// The `sms` object `pushfleet notifications show ID --json` prints for notification `id` (pnot_...).
+    static func shown(_ id: String, environment: [String: String]) throws -> [String: Any] {
+        let uuid = try XCTUnwrap(PrefixedID.parse(id, as: .notification)).uuidString.lowercased()
+        let show = try APIProcesses.run(["notifications", "show", uuid, "--json"], environment: environment)
+        XCTAssertEqual(show.status, 0, show.stderr)
+        let printed = try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any]
+        return try XCTUnwrap(printed?["sms"] as? [String: Any], show.stdout)
+    }
 
     static func assertEqual(api: [String: Any], cli: [String: Any], file: StaticString = #filePath, line: UInt = #line) throws {
         XCTAssertEqual(Set(api.keys), Set(values + times), "the API's sms members", file: file, line: line)
