@@ -17,6 +17,7 @@ MUTATIONS = {
     "keda-no-triggers": ("keda", "deploy/kubernetes/keda-scaledobject.yaml", "  triggers:", "  triggerz:"),
     "keda-bad-target": ("keda", "deploy/kubernetes/keda-scaledobject.yaml", "name: pushfleet-worker\n  minReplicaCount",
                         "name: pushfleet-wrker\n  minReplicaCount"),
+    "stats-view-loses-column": ("consistency", "sql/0013_database_cost.up.sql", "::bigint AS completed", "::bigint AS finished"),
     "kustomize-missing-resource": ("kustomization", "deploy/kubernetes/kustomization.yaml", "  - pdb.yaml",
                                    "  - pdb.yaml\n  - hpa.yaml"),
     "grace-below-drain": ("consistency", "deploy/kubernetes/deployment.yaml", "terminationGracePeriodSeconds: 40",

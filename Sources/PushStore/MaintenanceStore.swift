@@ -96,6 +96,14 @@ public final class MaintenanceStore {
         try run(MaintenanceQueries.eraseFinalSMS, olderThan, limit)
     }
 
+    /// Folds the `push_job_tally` rows of sessions that ended into one row per final state, so
+    /// `push_queue_stats` sums about one row per state and live session (sql/0013). One statement.
+    /// - Returns: the rows folded. - Throws: `PGError`.
+    @discardableResult
+    public func compactJobTally() throws -> Int {
+        try connection.exec(MaintenanceQueries.compactJobTally).int(0, "folded")
+    }
+
     private func run(_ sql: String, _ cutoff: Date, _ limit: Int) throws -> Int {
         guard limit > 0 else {
             throw PGError(code: .usage, message: "maintenance batch limit must be positive, got \(limit)")

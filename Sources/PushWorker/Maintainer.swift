@@ -66,6 +66,8 @@ public final class Maintainer {
         public var smsOutbox = 0
         /// SMS fallbacks whose phone and text were erased (R-SMS-1).
         public var smsErased = 0
+        /// Queue tally rows of ended sessions folded into one per state (`push_queue_stats`'s source).
+        public var tallyRowsFolded = 0
     }
 
     public let config: Config
@@ -94,6 +96,7 @@ public final class Maintainer {
                 r.erased = try drain { try store.eraseFinalContent(olderThan: now - keep, limit: $0) }
                 r.smsErased = try drain { try store.eraseFinalSMS(olderThan: now - keep, limit: $0) }
             }
+            r.tallyRowsFolded = try store.compactJobTally()
             return r
         }
         return result ?? RunResult()

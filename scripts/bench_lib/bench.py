@@ -10,197 +10,14 @@ import json
 import os
 import secrets
 import subprocess
-import sys
-import tempfile
 import time
 
+import dbcost
 import providers
 from table import pct, write_table
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-URL = os.environ.get("DATABASE_URL", "")  # not needed by --only providers
-VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
-TMP = tempfile.mkdtemp(prefix="pushfleet-bench-")
-COMMIT_EVERY = 1000
-APP_LIMIT = 10_000_000  # test mode's 1,000-device app limit (R-DEV-6) is lifted for the bench apps
-
-
-def log(msg):
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def psql(sql, timeout=1800):
-    r = subprocess.run(["psql", URL, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                       capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise SystemExit(f"psql failed: {r.stderr.strip()[:800]}\nSQL: {sql[:300]}")
-    return r.stdout.strip()
-
-
-def psql_parallel(sqls, timeout=1800):
-    procs = [subprocess.Popen(["psql", URL, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", s],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for s in sqls]
-    outs = []
-    for p, s in zip(procs, sqls):
-        out, err = p.communicate(timeout=timeout)
-        if p.returncode != 0:
-            raise SystemExit(f"psql failed: {err.strip()[:800]}\nSQL: {s[:300]}")
-        outs.append(out.strip())
-    return outs
-
-
-# ---------------------------------------------------------------- setup
-
-def make_keys(n=256):
-    """P-256 public keys (65-byte uncompressed) and their kids (R-DEV-3), via `cryptography`."""
-    code = (
-        "import base64,hashlib,sys\n"
-        "from cryptography.hazmat.primitives.asymmetric import ec\n"
-        "from cryptography.hazmat.primitives import serialization as s\n"
-        f"for i in range({n}):\n"
-        "  raw=ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(s.Encoding.X962,s.PublicFormat.UncompressedPoint)\n"
-        "  kid=base64.urlsafe_b64encode(hashlib.sha256(raw).digest()).decode().rstrip('=')[:16]\n"
-        "  print(i, raw.hex(), kid)\n")
-    out = subprocess.run([VENV_PY, "-c", code], capture_output=True, text=True, check=True).stdout
-    rows = [line.split() for line in out.splitlines()]
-    values = ",".join(f"({i},'\\x{h}'::bytea,'{k}')" for i, h, k in rows)
-    psql("DROP TABLE IF EXISTS bench_keys")
-    psql("CREATE TABLE bench_keys (i int PRIMARY KEY, pub bytea NOT NULL, kid text NOT NULL)")
-    psql(f"INSERT INTO bench_keys VALUES {values}")
-
-
-def create_app(name, require_encryption):
-    return psql(f"INSERT INTO push_apps (name, require_encryption) VALUES ('{name}', {str(require_encryption).lower()}) "
-                "RETURNING id")
-
-
-def register_sql(app, prefix, users, key_share):
-    """One DO block registering `users` users with an iOS and an Android device each through
-    push_register_device; each device has a key with probability `key_share`."""
-    return f"""
-DO $$
-DECLARE u int; k int; act text; pub bytea; kid text;
-BEGIN
-  FOR u IN 0..{users - 1} LOOP
-    FOREACH act IN ARRAY ARRAY['ios','android'] LOOP
-      k := floor(random() * 256)::int;
-      SELECT b.pub, b.kid INTO pub, kid FROM bench_keys b WHERE b.i = k;
-      PERFORM push_register_device('{app}', 'test', act,
-          CASE WHEN act = 'ios' THEN md5('{prefix}i' || u) || md5('{prefix}j' || u) ELSE '{prefix}a' || u END,
-          NULL, NULL, NULL, '{prefix}' || u, CASE WHEN act = 'ios' THEN 'production' END,
-          CASE WHEN random() < {key_share} THEN 'set' ELSE 'keep' END, pub, kid, {APP_LIMIT}, 20);
-    END LOOP;
-    IF u % {COMMIT_EVERY} = {COMMIT_EVERY - 1} THEN COMMIT; END IF;
-  END LOOP;
-END $$"""
-
-
-def age_registrations():
-    """Devices registered a day ago, as an audience is in production: the worker's send-time
-    targeting check searches the audience only for devices registered since a minute before the
-    notification started (JobQueries.loadBatchDevices); registering them seconds before the run
-    would measure that rare path for every device."""
-    psql("UPDATE push_devices SET last_registered_at = last_registered_at - interval '1 day'")
-
-
-def enqueue_single_sql(app, prefix, users, scheduled_share):
-    """One DO block: one notification per user (push_enqueue), a share scheduled 2-5 s ahead."""
-    return f"""
-DO $$
-DECLARE u int;
-BEGIN
-  FOR u IN 0..{users - 1} LOOP
-    PERFORM push_enqueue('{app}', 'test', ARRAY['{prefix}' || u], NULL, 'Your order shipped',
-        'Order ' || u || ' is on its way', '{{"order":"' || u || '"}}', 1, NULL, NULL, NULL, NULL,
-        CASE WHEN random() < {scheduled_share} THEN clock_timestamp() + (2 + 3 * random()) * interval '1 second' END,
-        NULL, NULL, NULL, NULL);
-    IF u % {COMMIT_EVERY} = {COMMIT_EVERY - 1} THEN COMMIT; END IF;
-  END LOOP;
-END $$"""
-
-
-def enqueue_broadcast_sql(app, prefix, users):
-    return (f"SELECT notification_id FROM push_enqueue('{app}', 'test', "
-            f"(SELECT array_agg('{prefix}' || u) FROM generate_series(0, {users - 1}) u), NULL, 'Flash sale', "
-            "'Everything 20% off today', '{\"campaign\":\"spring\"}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
-            "NULL, NULL, NULL)")
-
-
-def reset_queue():
-    psql("TRUNCATE push_notifications, push_jobs, push_deliveries, push_ledger, push_events, push_sms_outbox")
-
-
-# ---------------------------------------------------------------- workers
-
-def run_workers(binary, count, label, extra=(), level="info", timeout=1800):
-    """Starts `count` workers with --until-drained under /usr/bin/time; returns CPU, RSS, wall, logs."""
-    env = dict(os.environ, PUSHFLEET_LOG_LEVEL=level)
-    procs, files = [], []
-    start = time.time()
-    for i in range(count):
-        tf, lf = f"{TMP}/{label}-{i}.time", f"{TMP}/{label}-{i}.log"
-        err = open(lf, "w")
-        procs.append(subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", tf, binary, "worker", "--until-drained",
-                                       "--poll-interval", "0.2", *extra], env=env, stdout=subprocess.DEVNULL,
-                                      stderr=err))
-        files.append((tf, lf, err))
-    for p in procs:
-        p.wait(timeout=timeout)
-    cpu, rss, logs = 0.0, 0, []
-    for tf, lf, err in files:
-        err.close()
-        u, s, m = open(tf).read().split()[-3:]
-        cpu += float(u) + float(s)
-        rss = max(rss, int(m))
-        logs.append(lf)
-    return {"cpu_s": cpu, "rss_kb": rss, "start": start, "logs": logs}
-
-
-BASELINE = {"cpu_s": 0.0}
-
-
-def measure_baseline(binary):
-    """CPU of a worker that starts, finds the queue empty and exits (--until-drained): process start,
-    connections, migrations check and the idle tail; subtracted once per worker from each run."""
-    reset_queue()
-    values = [run_workers(binary, 1, f"baseline-{i}")["cpu_s"] for i in range(3)]
-    BASELINE["cpu_s"] = min(values)
-    log(f"baseline worker CPU (start, empty queue, exit): {BASELINE['cpu_s'] * 1000:.0f} ms")
-
-
-def delivery_stats(start):
-    row = psql("SELECT count(*), count(*) FILTER (WHERE encrypted), count(*) FILTER (WHERE status = 'sent'), "
-               "count(*) FILTER (WHERE status = 'sent' AND NOT encrypted), "
-               "coalesce(extract(epoch FROM max(updated_at)), 0) FROM push_deliveries")
-    total, enc, sent, plain_sent, last = row.split("|")
-    pending = int(psql("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL"))
-    wall = max(float(last) - start, 1e-3)
-    return {"recorded": int(total), "encrypted": int(enc), "sent": int(sent), "plain_sent": int(plain_sent),
-            "wall": wall, "unfinished": pending}
-
-
-def workload(binary, label, workers, enqueue_sqls, extra=(), level="info"):
-    reset_queue()
-    t = time.time()
-    psql_parallel(enqueue_sqls)
-    enq = time.time() - t
-    psql("VACUUM ANALYZE push_notifications, push_jobs, push_ledger")
-    # A pure drain: every scheduled notification is due before the workers start.
-    wait = float(psql("SELECT coalesce(extract(epoch FROM max(send_at) - clock_timestamp()), 0) FROM push_notifications"))
-    if wait > 0:
-        time.sleep(wait + 0.1)
-    log(f"{label}: enqueued in {enq:.1f}s; {workers} worker(s)")
-    w = run_workers(binary, workers, label, extra, level)
-    d = delivery_stats(w["start"])
-    d.update(w)
-    d["enqueue_s"] = enq
-    d["cpu_us_per_delivery"] = max(w["cpu_s"] - BASELINE["cpu_s"] * workers, 0) * 1e6 / max(d["recorded"], 1)
-    d["deliveries_per_s"] = d["sent"] / d["wall"]
-    d["seals_per_s"] = d["encrypted"] / d["wall"]
-    log(f"{label}: {d['recorded']} recorded ({d['encrypted']} encrypted, {d['sent']} sent) in {d['wall']:.1f}s, "
-        f"{d['cpu_us_per_delivery']:.1f} us CPU/delivery, RSS {d['rss_kb'] // 1024} MB, unfinished {d['unfinished']}")
-    return d
+from workloads import (BASELINE, HERE, REPO, TMP, URL, VENV_PY, age_registrations, create_app, enqueue_broadcast_sql,
+                       enqueue_single_sql, log, make_keys, measure_baseline, psql, psql_parallel, register_sql,
+                       reset_queue, run_workers, workload)
 
 
 def round_trips(logs):
@@ -277,15 +94,15 @@ def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_
     sent, behind, broadcast_s, broadcasts = 0, [], [], []
     for _ in range(rounds):
         t0 = time.time()
-        bcast = psql(enqueue_broadcast_sql(bcast_app, bcast_prefix, bcast_users))
-        broadcasts.append(bcast)
+        ids = ",".join(f"'{x}'" for x in psql(enqueue_broadcast_sql(bcast_app, bcast_prefix, bcast_users)).split())
+        broadcasts.append(ids)
         deadline = time.time() + 120
         while time.time() < deadline and int(psql(
-                f"SELECT count(*) FROM push_deliveries WHERE notification_id = '{bcast}'")) < 2000:
+                f"SELECT count(*) FROM push_deliveries WHERE notification_id IN ({ids})")) < 2000:
             time.sleep(0.05)
         deadline = time.time() + 1800
         while time.time() < deadline:
-            if psql(f"SELECT finished_at IS NOT NULL FROM push_notifications WHERE id = '{bcast}'") == "t":
+            if psql(f"SELECT bool_and(finished_at IS NOT NULL) FROM push_notifications WHERE id IN ({ids})") == "t":
                 break
             u = rng.randrange(probe_users)
             feed.stdin.write(f"SELECT push_enqueue('{probe_app}', 'test', ARRAY['{probe_prefix}{u}'], NULL, 'Ping', "
@@ -297,7 +114,7 @@ def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_
         while time.time() < deadline and int(psql("SELECT count(*) FROM push_notifications WHERE finished_at IS NULL")):
             time.sleep(0.2)
         bcast_end = float(psql(f"SELECT extract(epoch FROM max(updated_at)) FROM push_deliveries "
-                               f"WHERE notification_id = '{bcast}'"))
+                               f"WHERE notification_id IN ({ids})"))
         broadcast_s.append(bcast_end - t0)
         rows = psql(f"SELECT extract(epoch FROM max(d.updated_at) - n.accepted_at), extract(epoch FROM max(d.updated_at)) "
                     f"FROM push_notifications n JOIN push_deliveries d ON d.notification_id = n.id "
@@ -305,7 +122,7 @@ def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_
                     f"GROUP BY n.id").split()
         behind += [float(lat) for lat, done in (r.split("|") for r in rows) if float(done) < bcast_end]
     stop_fleet(workers, feed)
-    ids = ",".join(f"'{b}'" for b in broadcasts)
+    ids = ",".join(broadcasts)
     delivered = int(psql(f"SELECT count(*) FROM push_deliveries WHERE notification_id IN ({ids})"))
     probes_delivered = int(psql(f"SELECT count(DISTINCT n.id) FROM push_notifications n JOIN push_deliveries d "
                                 f"ON d.notification_id = n.id WHERE n.app_id = '{probe_app}' AND d.status = 'sent'"))
@@ -353,9 +170,11 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness", "providers", "api"],
-                    help="run one phase: fairness prints its figures; providers writes its part of --out; api writes "
-                         "docs/bench-api-results.md")
+    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api"],
+                    help="run one phase: fairness prints its figures; providers and dbcost write their part of --out; "
+                         "api writes docs/bench-api-results.md")
+    ap.add_argument("--history-rows", type=float, default=10_000_000, help="--only history: delivery and ledger rows")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of the database-cost runs (medians)")
     ap.add_argument("--baseline-binary", default="", help="pushfleet built from issue 18's starting commit")
     ap.add_argument("--perf", action="store_true", help="profile the APNs clients with perf")
     ap.add_argument("--provider-rounds", type=int, default=5)
@@ -391,6 +210,16 @@ def main():
     probe_app = create_app("bench probe", False)
     n_fair = max(100, n_bcast // 2)                # fairness: a broadcast of 50,000 deliveries (25,000 users)
     t = time.time()
+    if a.only in ("history", "dbcost"):
+        measure_baseline(P)
+        if a.only == "history":
+            text = dbcost.history_markdown(dbcost.history(P, s, rows=int(a.history_rows), rounds=a.rounds), a.cmdline)
+        else:
+            text = dbcost.markdown(dbcost.run(P, s, a.rounds), a.cmdline)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(text)
+        return
     if a.only == "fairness":
         psql_parallel([register_sql(open_app, "o", n_fair, 0.7), register_sql(probe_app, "q", 100, 0.7)])
         age_registrations()
@@ -409,6 +238,7 @@ def main():
     log(f"registered {res['devices']} devices in {time.time() - t:.1f}s")
 
     measure_baseline(P)
+    res["dbcost"] = dbcost.run(P, s, a.rounds)
     a_sqls = [enqueue_single_sql(open_app, "o", half, 0.1), enqueue_single_sql(secure_app, "s", n_single - half, 0.1)]
     res["a1"] = workload(P, "a-1w", 1, a_sqls)
     res["a2"] = workload(P, "a-2w", 2, a_sqls)

@@ -4,6 +4,7 @@ import datetime
 import os
 import statistics
 
+import dbcost
 import providers
 
 
@@ -62,7 +63,7 @@ def write_table(r, a, n_single, n_bcast, n_split, baseline_cpu_s):
          verdict(pw["cpu_us_per_delivery"] <= 30)),
         ("Planner + request body alone, plaintext / encrypted (µs CPU)",
          f"{r['plan']['plaintext_us']:.2f} / {r['plan']['encrypted_us']:.1f}", "-", ""),
-    ] + providers.rows(r["providers"])
+    ] + dbcost.rows(r["dbcost"]) + providers.rows(r["providers"])
     for size in (50, 500, 2000):
         m, lo, hi, n = rt[size]
         rows.append((f"DB round trips per claim cycle (all its batches), batch size {size} (median, min-max, cycles)",
@@ -110,7 +111,7 @@ def write_table(r, a, n_single, n_bcast, n_split, baseline_cpu_s):
         "| Figure | Measured | Target | |", "|---|---|---|---|",
     ]
     body = [f"| {f} | {v} | {t} | {ok} |" for f, v, t, ok in rows]
-    runs = ["", "Runs (deliveries recorded, encrypted, sent, wall s, worker CPU s, peak RSS MB, enqueue s); "
+    runs = ["", "Runs (deliveries recorded, encrypted, sent, wall s, worker CPU s, peak RSS MB, enqueue s, PostgreSQL CPU s); "
             f"worker CPU per delivery subtracts {baseline_cpu_s * 1000:.0f} ms per worker process "
             "(start, empty-queue check, exit):", ""]
     for k, label in [("a1", "(a) 1 worker"), ("a2", "(a) 2 workers"), ("enc", "all-encrypted 1 worker"),
@@ -119,7 +120,7 @@ def write_table(r, a, n_single, n_bcast, n_split, baseline_cpu_s):
                      ("b1", "(b) 1 worker"), ("b2", "(b) 2 workers")]:
         x = r[k]
         runs.append(f"- {label}: {x['recorded']:,}, {x['encrypted']:,}, {x['sent']:,}, {x['wall']:.1f}, "
-                    f"{x['cpu_s']:.1f}, {x['rss_kb'] / 1024:.0f}, {x['enqueue_s']:.1f}"
+                    f"{x['cpu_s']:.1f}, {x['rss_kb'] / 1024:.0f}, {x['enqueue_s']:.1f}, {x['pg_cpu_s']:.1f}"
                     + (f" — {x['unfinished']} unfinished!" if x["unfinished"] else ""))
     text = "\n".join(head + body + runs) + "\n\n" + providers.markdown(r["providers"], a.cmdline)
     with open(a.out, "w") as f:

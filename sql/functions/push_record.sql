@@ -18,6 +18,13 @@
 -- Locks (sql/LOCK_ORDER.md): every job's notification row (by id), every job row (by id), then
 -- push_lock_record_rows for the whole call (devices a verdict may deactivate, their count rows,
 -- the credential rows about to change), before any write.
+-- Set-based (sql/0013, issue 17): the records are read once, and one statement writes every
+-- held job's deliveries, ledger rows, verdicts, events, successor jobs, completions and
+-- notification counters, whatever the number of jobs; credential changes (rare) take two more,
+-- and the endings one: no statement runs per job or per device. Records are matched to their job
+-- by their job_id. Two jobs of one notification in one call both answer the notification's
+-- remaining batches after the call. A device recorded twice for one notification in one call
+-- (never made by the worker) keeps one record: a final one if any.
 CREATE FUNCTION push_record(p_batch json, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, remaining_batches int, deactivated int, ending_codes text[],
                ending_nets boolean[], has_sms boolean)
@@ -25,31 +32,31 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_all push_delivery_record[];
     v_changes push_credential_change[];
-    v_recs push_delivery_record[];
-    v_entry json;
-    v_id bigint;
-    v_notification uuid;
-    v_job push_jobs;
-    v_n push_notifications;
-    v_retry_at timestamptz;
-    v_retry_ids uuid[];
-    v_deactivated int;
-    v_remaining int;
-    lo int;
-    hi int := 0;
+    v_ids bigint[];
+    v_tokens uuid[];
+    v_held bigint[];
+    v_off_ids uuid[];
+    v_orphaned bigint[];
+    v_res_ids bigint[];
+    v_res_notifications uuid[];
+    v_res_remaining int[];
+    v_res_deactivated int[];
 BEGIN
     v_all := ARRAY(SELECT r FROM json_populate_recordset(NULL::push_delivery_record,
                                                          coalesce(p_batch -> 'deliveries', '[]')) r);
     v_changes := ARRAY(SELECT c FROM json_populate_recordset(NULL::push_credential_change,
                                                              coalesce(p_batch -> 'credentials', '[]')) c);
+    SELECT coalesce(array_agg((e ->> 'job_id')::bigint ORDER BY o), '{}'),
+           coalesce(array_agg((e ->> 'lease_token')::uuid ORDER BY o), '{}')
+      INTO v_ids, v_tokens
+      FROM json_array_elements(coalesce(p_batch -> 'jobs', '[]')) WITH ORDINALITY AS x(e, o);
     PERFORM 1 FROM push_notifications n
-     WHERE n.id IN (SELECT j.notification_id FROM push_jobs j, json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e
-                     WHERE j.id = (e ->> 'job_id')::bigint)
+     WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (v_ids))
      ORDER BY n.id FOR UPDATE;
-    PERFORM 1 FROM push_jobs j, json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e
-     WHERE j.id = (e ->> 'job_id')::bigint ORDER BY j.id FOR UPDATE OF j;
+    PERFORM 1 FROM push_jobs j WHERE j.id = ANY (v_ids) ORDER BY j.id FOR UPDATE;
+    v_off_ids := ARRAY(SELECT r.device_id FROM unnest(v_all) r WHERE r.deactivate_reason IS NOT NULL);
     PERFORM push_lock_record_rows(
-        ARRAY(SELECT r.device_id FROM unnest(v_all) r WHERE r.deactivate_reason IS NOT NULL),
+        v_off_ids,
         ARRAY(SELECT j.app_id FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
                 JOIN push_jobs j ON j.id = c.jid WHERE c.change = 'invalid' ORDER BY c.n),
         ARRAY(SELECT c.kind FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
@@ -58,84 +65,116 @@ BEGIN
                 JOIN push_jobs j ON j.id = c.jid WHERE c.change = 'accepted' ORDER BY c.n),
         ARRAY(SELECT c.kind FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
                WHERE c.change = 'accepted' AND EXISTS (SELECT 1 FROM push_jobs j WHERE j.id = c.jid) ORDER BY c.n));
-    FOR v_entry IN SELECT e FROM json_array_elements(coalesce(p_batch -> 'jobs', '[]')) e LOOP
-        v_id := (v_entry ->> 'job_id')::bigint;
-        lo := hi + 1;
-        hi := hi + (v_entry ->> 'records')::int;
-        v_recs := coalesce(v_all[lo:hi], '{}');
-        job_id := v_id;
-        remaining_batches := NULL; deactivated := NULL; ending_codes := NULL; ending_nets := NULL; has_sms := NULL;
 
-        SELECT j.notification_id INTO v_notification FROM push_jobs j WHERE j.id = v_id;
-        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification;
-        SELECT * INTO v_job FROM push_jobs j
-         WHERE j.id = v_id AND j.lease_token = (v_entry ->> 'lease_token')::uuid AND j.state = 'running';
-        IF NOT FOUND THEN
-            outcome := 'lease_lost';
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
-        IF v_n.id IS NULL THEN
-            outcome := 'orphaned';
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
+    -- The jobs that record: lease held, notification present (their rows are locked above); and
+    -- those whose lease holds but whose notification row is missing.
+    SELECT coalesce(array_agg(j.id) FILTER (WHERE n.id IS NOT NULL), '{}'),
+           coalesce(array_agg(j.id) FILTER (WHERE n.id IS NULL), '{}')
+      INTO v_held, v_orphaned
+      FROM unnest(v_ids, v_tokens) AS x(id, token)
+      JOIN push_jobs j ON j.id = x.id AND j.lease_token = x.token AND j.state = 'running'
+      LEFT JOIN push_notifications n ON n.id = j.notification_id;
 
-        -- One statement: every part reads the same batch rows (r) and the same snapshot.
-        WITH r AS (
-            SELECT * FROM unnest(v_recs)
-        ), delivered AS (
-            INSERT INTO push_deliveries AS del (notification_id, device_id, status, error_code, error_detail, encrypted,
-                provider, provider_message_id, apns_id, attempts, failures, next_attempt_at, payload, updated_at, finished_at)
-            SELECT v_n.id, r.device_id, r.status, r.error_code, left(r.error_detail, 500), coalesce(r.encrypted, false),
-                   r.provider, r.provider_message_id, push_apns_id(v_n.id, r.device_id), r.attempts,
-                   coalesce(r.failures, 0), CASE WHEN r.status = 'retrying' THEN r.next_attempt_at END, r.payload, p_now,
-                   CASE WHEN r.status = 'retrying' THEN NULL ELSE p_now END
-              FROM r
-            ON CONFLICT (notification_id, device_id) DO UPDATE
-               SET status = excluded.status, error_code = excluded.error_code, error_detail = excluded.error_detail,
-                   encrypted = excluded.encrypted, provider = excluded.provider,
-                   provider_message_id = excluded.provider_message_id, attempts = excluded.attempts,
-                   failures = excluded.failures, next_attempt_at = excluded.next_attempt_at,
-                   payload = excluded.payload, updated_at = excluded.updated_at, finished_at = excluded.finished_at
-             WHERE del.status = 'retrying'
-            RETURNING 1
-        ), ledgered AS (
-            -- R-SEND-9, as LedgerRule decided: the missing charge, or the refund of the acceptance charge.
-            INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
-            SELECT v_n.id, r.device_id, r.ledger, v_n.app_id, v_n.mode, coalesce(r.error_code, 'sent')
-              FROM r WHERE r.ledger IN ('charge', 'refund')
-            ON CONFLICT DO NOTHING
-            RETURNING 1
-        ), off AS (
-            -- R-PRV-1/2 with R-DEV-8 ordering: a verdict older than the last registration is ignored.
-            UPDATE push_devices d
-               SET active = false, deactivated_at = p_now, deactivation_reason = r.deactivate_reason
-              FROM r
-             WHERE r.deactivate_reason IS NOT NULL AND d.id = r.device_id AND d.active
-               AND d.last_registered_at < coalesce(r.verdict_at, p_now)
-            RETURNING d.id, d.app_id, d.mode, d.user_id, d.deactivation_reason
-        ), counted AS (
-            UPDATE push_device_counts c SET active_count = greatest(c.active_count - o.n, 0)
-              FROM (SELECT off.app_id, off.mode, count(*) AS n FROM off GROUP BY off.app_id, off.mode) o
-             WHERE c.app_id = o.app_id AND c.mode = o.mode
-            RETURNING 1
-        ), events AS (
-            -- R-PRV-4: the event is written by the transaction that makes the change.
-            INSERT INTO push_events (app_id, type, payload)
-            SELECT off.app_id, 'push_device.deactivated',
-                   jsonb_build_object('device_id', off.id, 'user_id', off.user_id, 'mode', off.mode,
-                                      'reason', off.deactivation_reason, 'notification_id', v_n.id)
-              FROM off
-            RETURNING 1
-        )
-        SELECT count(*) INTO v_deactivated FROM events;
+    -- One statement: every part reads the same records (r) and the same snapshot.
+    WITH jobs AS (
+        SELECT j.id, j.priority, n.id AS notification_id, n.app_id, n.mode, n.remaining_batches
+          FROM push_jobs j JOIN push_notifications n ON n.id = j.notification_id
+         WHERE j.id = ANY (v_held)
+    ), r AS (
+        SELECT DISTINCT ON (jb.notification_id, u.device_id)
+               u.*, jb.notification_id, jb.app_id, jb.mode
+          FROM unnest(v_all) WITH ORDINALITY AS u
+          JOIN jobs jb ON jb.id = u.job_id
+         ORDER BY jb.notification_id, u.device_id, u.status = 'retrying', u.ordinality
+    ), delivered AS (
+        INSERT INTO push_deliveries AS del (notification_id, device_id, status, error_code, error_detail, encrypted,
+            provider, provider_message_id, apns_id, attempts, failures, next_attempt_at, payload, updated_at, finished_at)
+        SELECT r.notification_id, r.device_id, r.status, r.error_code, left(r.error_detail, 500),
+               coalesce(r.encrypted, false), r.provider, r.provider_message_id, push_apns_id(r.notification_id, r.device_id),
+               r.attempts, coalesce(r.failures, 0), CASE WHEN r.status = 'retrying' THEN r.next_attempt_at END, r.payload,
+               p_now, CASE WHEN r.status = 'retrying' THEN NULL ELSE p_now END
+          FROM r
+        ON CONFLICT (notification_id, device_id) DO UPDATE
+           SET status = excluded.status, error_code = excluded.error_code, error_detail = excluded.error_detail,
+               encrypted = excluded.encrypted, provider = excluded.provider,
+               provider_message_id = excluded.provider_message_id, attempts = excluded.attempts,
+               failures = excluded.failures, next_attempt_at = excluded.next_attempt_at,
+               payload = excluded.payload, updated_at = excluded.updated_at, finished_at = excluded.finished_at
+         WHERE del.status = 'retrying'
+        RETURNING 1
+    ), ledgered AS (
+        -- R-SEND-9, as LedgerRule decided: the missing charge, or the refund of the acceptance charge.
+        INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
+        SELECT r.notification_id, r.device_id, r.ledger, r.app_id, r.mode, coalesce(r.error_code, 'sent')
+          FROM r WHERE r.ledger IN ('charge', 'refund')
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    ), off AS (
+        -- R-PRV-1/2 with R-DEV-8 ordering: a verdict older than the last registration is ignored.
+        -- The devices are probed by id (v_off_ids, the primary key), never joined by a scan.
+        UPDATE push_devices d
+           SET active = false, deactivated_at = p_now, deactivation_reason = r.deactivate_reason
+          FROM r
+         WHERE d.id = ANY (v_off_ids) AND r.deactivate_reason IS NOT NULL AND d.id = r.device_id AND d.active
+           AND d.last_registered_at < coalesce(r.verdict_at, p_now)
+        RETURNING d.id, d.app_id, d.mode, d.user_id, d.deactivation_reason, r.notification_id, r.job_id
+    ), counted AS (
+        UPDATE push_device_counts c SET active_count = greatest(c.active_count - o.n, 0)
+          FROM (SELECT off.app_id, off.mode, count(*) AS n FROM off GROUP BY off.app_id, off.mode) o
+         WHERE c.app_id = o.app_id AND c.mode = o.mode
+        RETURNING 1
+    ), events AS (
+        -- R-PRV-4: the event is written by the transaction that makes the change.
+        INSERT INTO push_events (app_id, type, payload)
+        SELECT off.app_id, 'push_device.deactivated',
+               jsonb_build_object('device_id', off.id, 'user_id', off.user_id, 'mode', off.mode,
+                                  'reason', off.deactivation_reason, 'notification_id', off.notification_id)
+          FROM off
+        RETURNING 1
+    ), retrying AS (
+        SELECT r.job_id, min(r.next_attempt_at) AS run_at, array_agg(r.device_id ORDER BY r.device_id) AS device_ids
+          FROM r WHERE r.status = 'retrying'
+         GROUP BY r.job_id
+    ), successors AS (
+        -- One batch job per job for its devices still retrying, at their earliest next attempt.
+        INSERT INTO push_jobs (kind, notification_id, app_id, device_ids, priority, run_at)
+        SELECT 'batch', jb.notification_id, jb.app_id, t.device_ids, jb.priority, t.run_at
+          FROM retrying t JOIN jobs jb ON jb.id = t.job_id
+        RETURNING 1
+    ), completed AS (
+        UPDATE push_jobs j SET state = 'completed', finalized_at = p_now, lease_token = NULL,
+                               lease_expires_at = NULL, lease_owner = NULL
+         WHERE j.id = ANY (v_held)
+        RETURNING j.id
+    ), counters AS (
+        -- A job without retries was its notification's batch; a retrying one hands it on.
+        UPDATE push_notifications n SET remaining_batches = greatest(n.remaining_batches - k.done, 0)
+          FROM (SELECT jb.notification_id, count(*) AS done FROM jobs jb
+                 WHERE NOT EXISTS (SELECT 1 FROM retrying t WHERE t.job_id = jb.id)
+                 GROUP BY jb.notification_id) k
+         WHERE n.id = k.notification_id
+        RETURNING n.id, n.remaining_batches
+    ), writes AS (
+        SELECT (SELECT count(*) FROM delivered) + (SELECT count(*) FROM ledgered) + (SELECT count(*) FROM counted)
+             + (SELECT count(*) FROM successors) + (SELECT count(*) FROM completed) AS n
+    )
+    SELECT coalesce(array_agg(jb.id), '{}'), coalesce(array_agg(jb.notification_id), '{}'),
+           coalesce(array_agg(coalesce(c.remaining_batches, jb.remaining_batches)), '{}'),
+           coalesce(array_agg((SELECT count(*) FROM off o WHERE o.job_id = jb.id)::int), '{}')
+      INTO v_res_ids, v_res_notifications, v_res_remaining, v_res_deactivated
+      FROM jobs jb LEFT JOIN counters c ON c.id = jb.notification_id CROSS JOIN writes;
 
-        WITH bad AS (
+    IF cardinality(v_changes) > 0 THEN
+        -- Credential sets (R-PRV-2/3, R-APP-3) of the jobs that record, each (app, kind) once.
+        WITH x AS (
+            SELECT DISTINCT ON (j.app_id, c.kind) j.app_id, c.kind, c.change, c.reason
+              FROM unnest(v_changes) WITH ORDINALITY AS c(jid, kind, change, reason, n)
+              JOIN push_jobs j ON j.id = c.jid
+             WHERE c.jid = ANY (v_held) AND c.change = 'invalid'
+             ORDER BY j.app_id, c.kind, c.n
+        ), bad AS (
             UPDATE push_credentials c SET state = 'invalid', invalid_reason = x.reason, updated_at = p_now
-              FROM unnest(v_changes) x
-             WHERE x.job_id = v_id AND x.change = 'invalid'
-               AND c.app_id = v_n.app_id AND c.kind = x.kind AND c.state <> 'invalid'
+              FROM x WHERE c.app_id = x.app_id AND c.kind = x.kind AND c.state <> 'invalid'
             RETURNING c.app_id, c.kind, c.invalid_reason
         )
         INSERT INTO push_events (app_id, type, payload)
@@ -144,42 +183,31 @@ BEGIN
         UPDATE push_credentials c
            SET state = CASE WHEN c.state = 'unverified' THEN 'verified' ELSE c.state END,
                first_accepted_at = coalesce(c.first_accepted_at, p_now), updated_at = p_now
-         WHERE c.app_id = v_n.app_id
-           AND c.kind IN (SELECT x.kind FROM unnest(v_changes) x WHERE x.job_id = v_id AND x.change = 'accepted')
+         WHERE (c.app_id, c.kind) IN (SELECT j.app_id, x.kind FROM unnest(v_changes) x JOIN push_jobs j ON j.id = x.job_id
+                                       WHERE x.job_id = ANY (v_held) AND x.change = 'accepted')
            AND (c.first_accepted_at IS NULL OR c.state = 'unverified');
+    END IF;
 
-        SELECT min(u.next_attempt_at), array_agg(u.device_id ORDER BY u.device_id) INTO v_retry_at, v_retry_ids
-          FROM unnest(v_recs) u WHERE u.status = 'retrying';
-        IF v_retry_ids IS NOT NULL THEN
-            INSERT INTO push_jobs (kind, notification_id, app_id, device_ids, priority, run_at)
-            VALUES ('batch', v_n.id, v_n.app_id, v_retry_ids, v_job.priority, v_retry_at);
-            v_remaining := v_n.remaining_batches;
-        ELSE
-            v_remaining := greatest(v_n.remaining_batches - 1, 0);
-            UPDATE push_notifications n SET remaining_batches = v_remaining WHERE n.id = v_n.id;
-        END IF;
-
-        UPDATE push_jobs j SET state = 'completed', finalized_at = p_now, lease_token = NULL,
-                               lease_expires_at = NULL, lease_owner = NULL
-         WHERE j.id = v_id;
-
-        outcome := 'recorded';
-        remaining_batches := v_remaining;
-        deactivated := v_deactivated;
-        IF v_remaining = 0 THEN
-            -- Every delivery's ending, with its net from the ledger (one pass over each side by the
-            -- notification's primary-key prefix).
-            SELECT coalesce(array_agg(CASE WHEN d.status = 'sent' THEN 'sent' ELSE d.error_code END ORDER BY d.device_id), '{}'),
-                   coalesce(array_agg(coalesce(l.nets, false) ORDER BY d.device_id), '{}')
-              INTO ending_codes, ending_nets
-              FROM push_deliveries d
-              LEFT JOIN (SELECT g.device_id, bool_or(g.kind = 'charge') AND NOT bool_or(g.kind = 'refund') AS nets
-                           FROM push_ledger g WHERE g.notification_id = v_n.id GROUP BY g.device_id) l
-                ON l.device_id = d.device_id
-             WHERE d.notification_id = v_n.id;
-        END IF;
-        has_sms := v_n.sms_phone IS NOT NULL;
-        RETURN NEXT;
-    END LOOP;
+    -- One answer per job, in the order given; a notification whose last batch this was answers
+    -- every delivery's ending with its net from the ledger (one pass over each side by the
+    -- notification's primary-key prefix).
+    RETURN QUERY
+    SELECT x.id,
+           CASE WHEN h.pos IS NOT NULL THEN 'recorded' WHEN x.id = ANY (v_orphaned) THEN 'orphaned' ELSE 'lease_lost' END,
+           v_res_remaining[h.pos], v_res_deactivated[h.pos],
+           CASE WHEN v_res_remaining[h.pos] = 0 THEN e.codes END, CASE WHEN v_res_remaining[h.pos] = 0 THEN e.nets END,
+           CASE WHEN h.pos IS NOT NULL THEN n.sms_phone IS NOT NULL END
+      FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord)
+      CROSS JOIN LATERAL (SELECT array_position(v_res_ids, x.id) AS pos) h
+      LEFT JOIN push_notifications n ON n.id = v_res_notifications[h.pos]
+      LEFT JOIN LATERAL (
+          SELECT coalesce(array_agg(CASE WHEN d.status = 'sent' THEN 'sent' ELSE d.error_code END ORDER BY d.device_id), '{}') AS codes,
+                 coalesce(array_agg(coalesce(l.nets, false) ORDER BY d.device_id), '{}') AS nets
+            FROM push_deliveries d
+            LEFT JOIN (SELECT g.device_id, bool_or(g.kind = 'charge') AND NOT bool_or(g.kind = 'refund') AS nets
+                         FROM push_ledger g WHERE g.notification_id = n.id GROUP BY g.device_id) l
+              ON l.device_id = d.device_id
+           WHERE d.notification_id = n.id AND v_res_remaining[h.pos] = 0) e ON true
+     ORDER BY x.ord;
 END
 $$;

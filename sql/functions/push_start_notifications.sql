@@ -11,22 +11,16 @@
 --   inline_device_ids) or the audience is split into batch jobs any worker can claim.
 -- A job whose notification row is missing answers 'orphaned' (the worker sets it aside).
 -- Locks (sql/LOCK_ORDER.md): every job's notification row (by id), then every job row (by id),
--- before any write; the per-job reads then find them held.
+-- before any write.
+-- Set-based (sql/0013, issue 17): after the two locking reads, one statement starts every job of
+-- the call (audiences, DEVICE_GONE rows, batch jobs, job and notification updates), whatever their
+-- number: no statement runs per job. Two jobs of one notification (never made by push_enqueue):
+-- the first in the call starts it, the others answer 'not_pending' with status 'sending'.
 CREATE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_tokens uuid[], p_batch_size int,
                                          p_gone_ledger text, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, status text, inline_device_ids uuid[], batch_jobs int, gone int,
                encrypted boolean)
 LANGUAGE plpgsql AS $$
-DECLARE
-    i int;
-    v_notification uuid;
-    v_job push_jobs;
-    v_n push_notifications;
-    v_app push_apps;
-    v_targets uuid[];
-    v_gone int;
-    v_batches int;
-    v_encrypted boolean;
 BEGIN
     IF p_gone_ledger IS NULL OR p_gone_ledger NOT IN ('none', 'refund') THEN
         RAISE EXCEPTION 'VALIDATION_ERROR: p_gone_ledger must be none or refund (a gone device was charged)';
@@ -38,82 +32,93 @@ BEGIN
      WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (p_job_ids))
      ORDER BY n.id FOR UPDATE;
     PERFORM 1 FROM push_jobs j WHERE j.id = ANY (p_job_ids) ORDER BY j.id FOR UPDATE;
-    FOR i IN 1 .. coalesce(cardinality(p_job_ids), 0) LOOP
-        job_id := p_job_ids[i];
-        status := NULL; inline_device_ids := NULL; batch_jobs := NULL; gone := NULL; encrypted := NULL;
-        SELECT j.notification_id INTO v_notification FROM push_jobs j WHERE j.id = p_job_ids[i];
-        SELECT * INTO v_n FROM push_notifications n WHERE n.id = v_notification;
-        SELECT * INTO v_job FROM push_jobs j
-         WHERE j.id = p_job_ids[i] AND j.lease_token = p_lease_tokens[i] AND j.state = 'running';
-        IF NOT FOUND THEN
-            outcome := 'lease_lost';
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
-        IF v_n.id IS NULL THEN
-            outcome := 'orphaned';
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
-        IF v_n.status <> 'pending' THEN
-            outcome := 'not_pending';
-            status := v_n.status;
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
-        SELECT * INTO v_app FROM push_apps a WHERE a.id = v_n.app_id;
-        v_encrypted := coalesce(v_app.require_encryption, false);
-
-        SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}') INTO v_targets
-          FROM push_devices d
-         WHERE v_app.deleted_at IS NULL
-           AND d.app_id = v_n.app_id AND d.mode = v_n.mode AND d.active AND d.user_id = ANY (v_n.user_ids)
-           AND (v_n.device_ids IS NULL OR d.id = ANY (v_n.device_ids));
-
-        WITH gone_devices AS (
-            SELECT l.device_id FROM push_ledger l
-             WHERE l.notification_id = v_n.id AND l.kind = 'charge' AND NOT (l.device_id = ANY (v_targets))
-        ), delivered AS (
-            INSERT INTO push_deliveries (notification_id, device_id, status, error_code, error_detail, apns_id, finished_at)
-            SELECT v_n.id, g.device_id, 'failed', 'DEVICE_GONE',
-                   'charged at acceptance, no longer targeted at send time', push_apns_id(v_n.id, g.device_id), p_now
-              FROM gone_devices g
-            ON CONFLICT DO NOTHING
-            RETURNING device_id
-        ), ledgered AS (
-            INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
-            SELECT v_n.id, d.device_id, p_gone_ledger, v_n.app_id, v_n.mode, 'DEVICE_GONE' FROM delivered d
-             WHERE p_gone_ledger <> 'none'
-            ON CONFLICT DO NOTHING
-            RETURNING 1
-        )
-        SELECT count(*) INTO v_gone FROM delivered;
-
-        IF cardinality(v_targets) <= p_batch_size THEN
-            v_batches := CASE WHEN cardinality(v_targets) = 0 THEN 0 ELSE 1 END;
-            UPDATE push_jobs j SET kind = 'batch', device_ids = v_targets WHERE j.id = p_job_ids[i];
-            inline_device_ids := v_targets;
-        ELSE
-            INSERT INTO push_jobs (kind, notification_id, app_id, device_ids, priority, run_at)
-            SELECT 'batch', v_n.id, v_n.app_id, v_targets[g * p_batch_size + 1 : (g + 1) * p_batch_size],
-                   v_job.priority, p_now
-              FROM generate_series(0, (cardinality(v_targets) - 1) / p_batch_size) AS g;
-            GET DIAGNOSTICS v_batches = ROW_COUNT;
-            UPDATE push_jobs j SET state = 'completed', finalized_at = p_now, lease_token = NULL,
-                                   lease_expires_at = NULL, lease_owner = NULL
-             WHERE j.id = p_job_ids[i];
-            PERFORM pg_notify('pushfleet_jobs', '');
-        END IF;
-
+    RETURN QUERY
+    WITH input AS (
+        SELECT x.id, x.token, x.ord FROM unnest(p_job_ids, p_lease_tokens) WITH ORDINALITY AS x(id, token, ord)
+    ), seen AS (
+        -- Each job with its lease check, notification and app (primary keys).
+        SELECT i.id, i.ord, j.id IS NOT NULL AS held, n.id AS notification_id, n.status AS n_status, n.app_id, n.mode,
+               n.user_ids, n.device_ids, j.priority, coalesce(a.require_encryption, false) AS require_encryption,
+               a.deleted_at IS NOT NULL AS app_deleted,
+               row_number() OVER (PARTITION BY n.id ORDER BY i.ord) AS nth
+          FROM input i
+          LEFT JOIN push_jobs j ON j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
+          LEFT JOIN push_notifications n ON n.id = j.notification_id
+          LEFT JOIN push_apps a ON a.id = n.app_id
+    ), started AS (
+        SELECT s.*, coalesce(t.targets, '{}') AS targets
+          FROM seen s
+          -- R-SEND-1 at send time: the audience (push_devices_audience_idx), one probe per user.
+          LEFT JOIN LATERAL (SELECT array_agg(d.id ORDER BY d.id) AS targets FROM push_devices d
+                              WHERE NOT s.app_deleted AND d.app_id = s.app_id AND d.mode = s.mode AND d.active
+                                AND d.user_id = ANY (s.user_ids)
+                                AND (s.device_ids IS NULL OR d.id = ANY (s.device_ids))) t ON true
+         WHERE s.held AND s.notification_id IS NOT NULL AND s.n_status = 'pending' AND s.nth = 1
+    ), gone_devices AS (
+        SELECT s.notification_id, l.device_id FROM started s
+          JOIN push_ledger l ON l.notification_id = s.notification_id AND l.kind = 'charge'
+         WHERE NOT (l.device_id = ANY (s.targets))
+    ), delivered AS (
+        INSERT INTO push_deliveries (notification_id, device_id, status, error_code, error_detail, apns_id, finished_at)
+        SELECT g.notification_id, g.device_id, 'failed', 'DEVICE_GONE',
+               'charged at acceptance, no longer targeted at send time', push_apns_id(g.notification_id, g.device_id), p_now
+          FROM gone_devices g
+        ON CONFLICT DO NOTHING
+        RETURNING notification_id, device_id
+    ), ledgered AS (
+        INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
+        SELECT d.notification_id, d.device_id, p_gone_ledger, s.app_id, s.mode, 'DEVICE_GONE'
+          FROM delivered d JOIN started s ON s.notification_id = d.notification_id
+         WHERE p_gone_ledger <> 'none'
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    ), split AS (
+        INSERT INTO push_jobs (kind, notification_id, app_id, device_ids, priority, run_at)
+        SELECT 'batch', s.notification_id, s.app_id, s.targets[g * p_batch_size + 1 : (g + 1) * p_batch_size],
+               s.priority, p_now
+          FROM started s, generate_series(0, (cardinality(s.targets) - 1) / p_batch_size) AS g
+         WHERE cardinality(s.targets) > p_batch_size
+        RETURNING notification_id
+    ), jobs_done AS (
+        -- A small audience makes this job its batch; a large one's job is complete once split.
+        UPDATE push_jobs j
+           SET kind = CASE WHEN cardinality(s.targets) > p_batch_size THEN j.kind ELSE 'batch' END,
+               device_ids = CASE WHEN cardinality(s.targets) > p_batch_size THEN j.device_ids ELSE s.targets END,
+               state = CASE WHEN cardinality(s.targets) > p_batch_size THEN 'completed' ELSE j.state END,
+               finalized_at = CASE WHEN cardinality(s.targets) > p_batch_size THEN p_now ELSE j.finalized_at END,
+               lease_token = CASE WHEN cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_token END,
+               lease_expires_at = CASE WHEN cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_expires_at END,
+               lease_owner = CASE WHEN cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_owner END
+          FROM started s WHERE j.id = s.id
+        RETURNING j.id
+    ), notified AS (
+        -- Batch jobs any worker can claim: wake the fleet once.
+        SELECT pg_notify('pushfleet_jobs', '') FROM (SELECT 1 FROM split LIMIT 1) x
+    ), marked AS (
         UPDATE push_notifications n
-           SET status = 'sending', encrypted = v_encrypted, started_at = p_now, remaining_batches = v_batches
-         WHERE n.id = v_n.id;
-        outcome := 'started';
-        status := 'sending';
-        batch_jobs := v_batches;
-        gone := v_gone;
-        encrypted := v_encrypted;
-        RETURN NEXT;
-    END LOOP;
+           SET status = 'sending', encrypted = s.require_encryption, started_at = p_now,
+               remaining_batches = CASE WHEN cardinality(s.targets) = 0 THEN 0
+                                        ELSE (cardinality(s.targets) - 1) / p_batch_size + 1 END
+          FROM started s WHERE n.id = s.notification_id
+        RETURNING n.id
+    ), counts AS (
+        SELECT (SELECT count(*) FROM jobs_done) + (SELECT count(*) FROM marked) + (SELECT count(*) FROM ledgered)
+             + (SELECT count(*) FROM notified) AS writes
+    )
+    SELECT s.id,
+           CASE WHEN NOT s.held THEN 'lease_lost' WHEN s.notification_id IS NULL THEN 'orphaned'
+                WHEN st.id IS NULL THEN 'not_pending' ELSE 'started' END,
+           CASE WHEN NOT s.held OR s.notification_id IS NULL THEN NULL WHEN st.id IS NULL THEN
+                CASE WHEN s.n_status = 'pending' THEN 'sending' ELSE s.n_status END ELSE 'sending' END,
+           CASE WHEN st.id IS NOT NULL AND cardinality(st.targets) <= p_batch_size THEN st.targets END,
+           CASE WHEN st.id IS NULL THEN NULL WHEN cardinality(st.targets) = 0 THEN 0
+                ELSE (cardinality(st.targets) - 1) / p_batch_size + 1 END::int,
+           CASE WHEN st.id IS NOT NULL THEN
+                (SELECT count(*) FROM delivered d WHERE d.notification_id = st.notification_id)::int END,
+           CASE WHEN st.id IS NOT NULL THEN st.require_encryption END
+      FROM seen s
+      LEFT JOIN started st ON st.id = s.id
+      CROSS JOIN counts
+     ORDER BY s.ord;
 END
 $$;

@@ -113,6 +113,10 @@ enum MaintenanceQueries {
        AND s.content_erased_at IS NULL
     """
 
+    /// Folds the queue tally rows of sessions that ended into one row per state
+    /// (`push_compact_job_tally`, sql/0013); `folded` is how many rows went.
+    static let compactJobTally = "SELECT push_compact_job_tally() AS folded"
+
     /// Session advisory lock for maintenance, without waiting: true when taken.
     static let tryLock = "SELECT pg_try_advisory_lock($1::bigint) AS locked"
 

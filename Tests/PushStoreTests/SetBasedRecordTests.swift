@@ -1,0 +1,90 @@
+import Foundation
+import XCTest
+import PushTestSupport
+@testable import PushStore
+
+/// The set-based send time and record of sql/0013 (issue 17, part 3) in the cases a per-job loop
+/// handled one job at a time: two batches of one notification in one call, a device recorded twice
+/// in one call, a lost lease beside held ones. The rest of their behaviour is held by the queue
+/// conformance suite (PGQueueConformanceTests) and the worker tests, unchanged.
+final class SetBasedRecordTests: PGTestCase {
+    private var appID = UUID()
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try Migrator(connection: conn, directory: RepoPaths.sqlDirectory).migrate()
+        appID = try conn.exec("INSERT INTO push_apps (name) VALUES ('set-based') RETURNING id").uuid(0, "id")
+    }
+
+    private func device(_ token: String) throws -> UUID {
+        try conn.exec("""
+            INSERT INTO push_devices (app_id, mode, platform, token, user_id, apns_environment, last_registered_at)
+            VALUES ($1, 'test', 'ios', $2, 'u1', 'production', now() - interval '1 day') RETURNING id
+            """, [.uuid(appID), .text(token)]).uuid(0, "id")
+    }
+
+    /// Leases job `id` as a claim would; returns its lease token.
+    private func lease(_ id: Int64) throws -> UUID {
+        try conn.exec("""
+            UPDATE push_jobs SET state = 'running', attempt = attempt + 1, lease_owner = 'test',
+                   lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 minute'
+             WHERE id = $1 RETURNING lease_token
+            """, [.int64(id)]).uuid(0, "lease_token")
+    }
+
+    private func record(_ job: Int64, _ token: UUID, _ devices: [(UUID, String)]) -> (String, String) {
+        let jobJSON = #"{"job_id":\#(job),"lease_token":"\#(PGUUIDText.format(token))","records":\#(devices.count)}"#
+        let records = devices.map { d, status in
+            #"{"job_id":\#(job),"device_id":"\#(PGUUIDText.format(d))","status":"\#(status)","attempts":1,"failures":0,"ledger":"none""#
+                + (status == "retrying" ? #","next_attempt_at":"2030-01-01T00:00:00.000000Z"}"# : "}")
+        }.joined(separator: ",")
+        return (jobJSON, records)
+    }
+
+    func testTwoBatchesOfOneNotificationAndADeviceRecordedTwiceInOneCall() throws {
+        let a = try device("aaaa"), b = try device("bbbb")
+        let notification = try conn.exec("""
+            SELECT notification_id FROM push_enqueue($1, 'test', ARRAY['u1'], NULL, 'Hi', 'Body', NULL, NULL, NULL, NULL,
+                                                    NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+            """, [.uuid(appID)]).uuid(0, "notification_id")
+        let start = try conn.exec("SELECT id FROM push_jobs WHERE notification_id = $1", [.uuid(notification)]).int64(0, "id")
+        let started = try conn.exec("""
+            SELECT outcome, batch_jobs, inline_device_ids IS NULL AS split FROM push_start_notifications(ARRAY[$1::bigint], ARRAY[$2::uuid], 1, 'refund')
+            """, [.int64(start), .uuid(try lease(start))])
+        XCTAssertEqual(try started.string(0, "outcome"), "started")
+        XCTAssertEqual(try started.int(0, "batch_jobs"), 2, "two devices in batches of one")
+        XCTAssertTrue(try started.bool(0, "split"))
+
+        let batches = try conn.exec("SELECT id, device_ids[1] AS device FROM push_jobs WHERE notification_id = $1 AND kind = 'batch' ORDER BY id",
+                                    [.uuid(notification)])
+        XCTAssertEqual(batches.rowCount, 2)
+        let (j1, j2) = (try batches.int64(0, "id"), try batches.int64(1, "id"))
+        let (t1, t2) = (try lease(j1), try lease(j2))
+        // Job 1 delivers device a; job 2 delivers device b and, by mistake, device a again as
+        // retrying: the final record of a is kept and no successor job is made for it. A third
+        // entry carries a lease token that no longer holds.
+        let first = record(j1, t1, [(a, "sent")])
+        let second = record(j2, t2, [(b, "sent"), (a, "retrying")])
+        let lost = #"{"job_id":\#(start),"lease_token":"\#(PGUUIDText.format(UUID()))","records":0}"#
+        let json = #"{"jobs":[\#(first.0),\#(second.0),\#(lost)],"deliveries":[\#(first.1),\#(second.1)],"credentials":[]}"#
+        let r = try conn.exec("""
+            SELECT job_id, outcome, remaining_batches, ending_codes, has_sms FROM push_record($1::json)
+            """, [.text(json)])
+        XCTAssertEqual(r.rowCount, 3, "one answer per job, in the order given")
+        XCTAssertEqual(try r.rows.map { try r.int64($0, "job_id") }, [j1, j2, start])
+        XCTAssertEqual(try r.rows.map { try r.string($0, "outcome") }, ["recorded", "recorded", "lease_lost"])
+        XCTAssertEqual(try r.int(0, "remaining_batches"), 0, "both batches of the notification are recorded")
+        XCTAssertEqual(try r.int(1, "remaining_batches"), 0)
+        XCTAssertEqual(try r.string(1, "ending_codes"), "{sent,sent}")
+        XCTAssertTrue(try r.isNull(2, "remaining_batches"))
+
+        let rows = try conn.exec("SELECT device_id, status FROM push_deliveries WHERE notification_id = $1 ORDER BY device_id",
+                                 [.uuid(notification)])
+        XCTAssertEqual(try rows.rows.map { try rows.string($0, "status") }, ["sent", "sent"])
+        XCTAssertEqual(try conn.exec("SELECT count(*) AS n FROM push_jobs WHERE notification_id = $1 AND state <> 'completed'",
+                                     [.uuid(notification)]).int(0, "n"), 0, "no successor for a device already final")
+        XCTAssertEqual(try conn.exec("SELECT remaining_batches FROM push_notifications WHERE id = $1", [.uuid(notification)])
+                        .int(0, "remaining_batches"), 0)
+        XCTAssertEqual(try PGQueueStore(connection: conn).queueStats().completed, 3)
+    }
+}
