@@ -28,6 +28,9 @@ METRICS = {
     "pushfleet_db_errors_total": "counter",
     "pushfleet_credentials_invalid_total": "counter",
     "pushfleet_ready": "gauge",
+    "pushfleet_sms_total": "counter",
+    "pushfleet_sms_retries_total": "counter",
+    "pushfleet_sms_request_duration_seconds": "histogram",
     # The HTTP API (`pushfleet api`, issue 14), from each replica's management address.
     "pushfleet_api_requests_total": "counter",
     "pushfleet_api_request_duration_seconds": "histogram",
@@ -67,6 +70,7 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "poison jobs": "pushfleet_queue_jobs",
     "worker not ready": "pushfleet_ready",
     "database errors": "pushfleet_db_errors_total",
+    "SMS fallback outcome unknown": "pushfleet_sms_total",
     "api 5xx ratio": "pushfleet_api_requests_total",
     "api p99 latency": "pushfleet_api_request_duration_seconds",
     "api replica not ready": "pushfleet_api_ready",
@@ -74,7 +78,10 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "provider paused": "pushfleet_provider_paused",
 }
 DASHBOARD_METRICS = set(METRICS) - {"pushfleet_credentials_invalid_total", "pushfleet_db_errors_total",
-                                    "pushfleet_ready", "pushfleet_jobs_claimed_total", "pushfleet_api_db_errors_total"}
+                                    "pushfleet_ready", "pushfleet_jobs_claimed_total", "pushfleet_api_db_errors_total",
+                                    # SMS fallbacks: alerted on (PushfleetSMSOutcomeUnknown), no panel yet
+                                    "pushfleet_sms_total", "pushfleet_sms_retries_total",
+                                    "pushfleet_sms_request_duration_seconds"}
 
 
 class Problems:

@@ -38,11 +38,11 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         var route = "unmatched"
         var keyPrefix: String?
         do {
-            let (r, id): (APIRoute, String?)
+            let (r, id, kind): (APIRoute, String?, String?)
             switch APIRouter.match(method: request.method, path: request.path) {
             case .notFound: throw APIError.notFound("no such path")
             case .methodNotAllowed(let allowed): throw APIError.methodNotAllowed(allowed)
-            case .route(let matched, let raw): (r, id) = (matched, raw)
+            case .route(let matched, let raw, let rawKind): (r, id, kind) = (matched, raw, rawKind)
             }
             route = r.template
             let key = try Self.credential(request)
@@ -50,7 +50,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             let hash = try APIKeyFormat.hash(key)
             // The body is read before the database is (pure), so the app it names can be checked
             // in the same round trip as the key; its errors are answered after the key's.
-            let body = Result { try Self.body(r, request) }
+            let body = Result { try Self.body(r, request, kind: kind) }
             let appToCheck = Self.appNamed(r, body, request)
             return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
                 if let read = try keyedRead(r, id: id, key: key, hash: hash, conn: conn) {
@@ -62,7 +62,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
                 let principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
                                           key: key, route: r, conn: conn)
                 let routes = APIRoutes(connection: conn, principal: principal, request: request, webhooks: webhooks)
-                var answer = try routes.run(r, id: id, body: try body.get())
+                try routes.preflight(r, id: id)
+                var answer = try routes.run(r, id: id, kind: kind, body: try body.get())
                 answer.route = route
                 answer.keyPrefix = keyPrefix
                 return answer
@@ -167,7 +168,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     /// The route's typed body (nil for routes without one), after the content type check.
     /// A route without a body (cancel, rotate) takes none or `{}`: a member is refused like any
     /// unknown field, so a caller expecting it to mean something learns it does not.
-    static func body(_ route: APIRoute, _ request: HTTPRequest) throws -> RouteBody {
+    static func body(_ route: APIRoute, _ request: HTTPRequest, kind: String? = nil) throws -> RouteBody {
         let bodiless = !route.takesBody
         if bodiless && (!route.takesEmptyObject || request.body.isEmpty) { return .none }
         let type = request.header("content-type")?.lowercased() ?? ""
@@ -187,6 +188,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         case .sendNotification: return .notification(try NotificationBody.decode(request.body))
         case .createWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: true))
         case .updateWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: false))
+        case .setCredentials: return .credentials(try CredentialBody.decode(request.body, kind: try CredentialBody.kind(kind)))
         default: return .none
         }
     }
@@ -233,4 +235,5 @@ enum RouteBody {
     case app(AppBody)
     case notification(NotificationBody)
     case webhookEndpoint(WebhookEndpointBody)
+    case credentials(CredentialBody)
 }

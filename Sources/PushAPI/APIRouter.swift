@@ -8,21 +8,24 @@ public enum APIRoute: String, Sendable, CaseIterable {
     case sendNotification, listNotifications, getNotification, cancelNotification
     case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
     case rotateWebhookSecret
+    case listCredentials, setCredentials, deleteCredentials
 
     /// HTTP method.
     public var method: String {
         switch self {
         case .registerDevice: return "PUT"
-        case .deleteDevice, .deleteWebhookEndpoint: return "DELETE"
+        case .setCredentials: return "PUT"
+        case .deleteDevice, .deleteWebhookEndpoint, .deleteCredentials: return "DELETE"
         case .updateApp, .updateWebhookEndpoint: return "PATCH"
         case .createApp, .sendNotification, .cancelNotification, .createWebhookEndpoint, .rotateWebhookSecret: return "POST"
         case .listDevices, .getDevice, .listApps, .getApp, .listNotifications, .getNotification, .listWebhookEndpoints,
-             .getWebhookEndpoint:
+             .getWebhookEndpoint, .listCredentials:
             return "GET"
         }
     }
 
-    /// Path template (`{id}` for the id segment), also the route label of logs and metrics.
+    /// Path template (`{id}` for the id segment, `{kind}` for a credential set's kind), also the
+    /// route label of logs and metrics.
     public var template: String {
         switch self {
         case .registerDevice, .listDevices: return "/v1/push/devices"
@@ -35,6 +38,8 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .createWebhookEndpoint, .listWebhookEndpoints: return "/v1/push/webhook_endpoints"
         case .getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint: return "/v1/push/webhook_endpoints/{id}"
         case .rotateWebhookSecret: return "/v1/push/webhook_endpoints/{id}/rotate_secret"
+        case .listCredentials: return "/v1/push/apps/{id}/credentials"
+        case .setCredentials, .deleteCredentials: return "/v1/push/apps/{id}/credentials/{kind}"
         }
     }
 
@@ -45,8 +50,8 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .deleteDevice: return (.pushDevices, .delete)
         case .listDevices, .getDevice, .listNotifications, .getNotification: return (.push, .read)
         case .sendNotification, .cancelNotification: return (.push, .write)
-        case .listApps, .getApp: return (.pushApps, .read)
-        case .createApp, .updateApp: return (.pushApps, .write)
+        case .listApps, .getApp, .listCredentials: return (.pushApps, .read)
+        case .createApp, .updateApp, .setCredentials, .deleteCredentials: return (.pushApps, .write)
         case .listWebhookEndpoints, .getWebhookEndpoint: return (.webhooks, .read)
         case .createWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint, .rotateWebhookSecret:
             return (.webhooks, .write)
@@ -56,7 +61,8 @@ public enum APIRoute: String, Sendable, CaseIterable {
     /// True when the route reads a JSON body.
     public var takesBody: Bool {
         switch self {
-        case .registerDevice, .createApp, .updateApp, .sendNotification, .createWebhookEndpoint, .updateWebhookEndpoint:
+        case .registerDevice, .createApp, .updateApp, .sendNotification, .createWebhookEndpoint, .updateWebhookEndpoint,
+             .setCredentials:
             return true
         default: return false
         }
@@ -69,8 +75,8 @@ public enum APIRoute: String, Sendable, CaseIterable {
 
 /// What the router made of a method and path.
 public enum RouteMatch: Sendable, Equatable {
-    /// A route, with the raw `{id}` segment when the template has one.
-    case route(APIRoute, id: String?)
+    /// A route, with the raw `{id}` segment when the template has one, and the `{kind}` segment.
+    case route(APIRoute, id: String?, kind: String? = nil)
     /// The path exists, not with this method.
     case methodNotAllowed(allowed: [String])
     /// No such path.
@@ -82,17 +88,21 @@ public enum APIRouter {
     /// Matches `method` and `path` (no query string). Paths are exact: no trailing slash.
     public static func match(method: String, path: String) -> RouteMatch {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        // "", "v1", "push", collection [, id [, "cancel" | "rotate_secret"]]
-        guard parts.count >= 4, parts.count <= 6, parts[0].isEmpty, parts[1] == "v1", parts[2] == "push" else { return .notFound }
+        // "", "v1", "push", collection [, id [, "cancel" | "rotate_secret" | "credentials" [, kind]]]
+        guard parts.count >= 4, parts.count <= 7, parts[0].isEmpty, parts[1] == "v1", parts[2] == "push" else { return .notFound }
         let collection = parts[3]
         let id = parts.count >= 5 ? String(parts[4]) : nil
         if let id, id.isEmpty { return .notFound }
+        let kind = parts.count == 7 ? String(parts[6]) : nil
+        if let kind, kind.isEmpty { return .notFound }
         var candidates: [APIRoute] = []
         switch (collection, parts.count) {
         case ("devices", 4): candidates = [.registerDevice, .listDevices]
         case ("devices", 5): candidates = [.getDevice, .deleteDevice]
         case ("apps", 4): candidates = [.createApp, .listApps]
         case ("apps", 5): candidates = [.getApp, .updateApp]
+        case ("apps", 6) where parts[5] == "credentials": candidates = [.listCredentials]
+        case ("apps", 7) where parts[5] == "credentials": candidates = [.setCredentials, .deleteCredentials]
         case ("notifications", 4): candidates = [.sendNotification, .listNotifications]
         case ("notifications", 5): candidates = [.getNotification]
         case ("notifications", 6) where parts[5] == "cancel": candidates = [.cancelNotification]
@@ -101,7 +111,7 @@ public enum APIRouter {
         case ("webhook_endpoints", 6) where parts[5] == "rotate_secret": candidates = [.rotateWebhookSecret]
         default: return .notFound
         }
-        if let route = candidates.first(where: { $0.method == method }) { return .route(route, id: id) }
+        if let route = candidates.first(where: { $0.method == method }) { return .route(route, id: id, kind: kind) }
         return .methodNotAllowed(allowed: candidates.map(\.method))
     }
 }

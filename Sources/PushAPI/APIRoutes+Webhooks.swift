@@ -2,9 +2,9 @@ import Foundation
 import PushCore
 import PushStore
 
-/// What the webhook endpoint routes need beyond a session: the operator key that seals endpoint
-/// secrets (`PUSHFLEET_CREDENTIALS_KEY`, as for the CLI and the worker; nil: creation and rotation
-/// answer 503), and whether loopback URLs are admitted (`PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1`,
+/// What the webhook endpoint and credential routes need beyond a session: the operator key that
+/// seals endpoint secrets and credential sets (`PUSHFLEET_CREDENTIALS_KEY`, as for the CLI and the
+/// worker; nil: creating or rotating an endpoint and setting a credential set answer 503), and whether loopback URLs are admitted (`PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1`,
 /// local testing only).
 public struct WebhookSettings: Sendable {
     /// The operator key, nil when the server has none.

@@ -20,7 +20,7 @@ struct APIRoutes {
         do { return try body() } catch let e as AcceptanceError { throw AcceptanceMapping.apiError(e) }
     }
 
-    func run(_ route: APIRoute, id: String?, body: RouteBody) throws -> HTTPResponse {
+    func run(_ route: APIRoute, id: String?, kind: String? = nil, body: RouteBody) throws -> HTTPResponse {
         switch (route, body) {
         case (.registerDevice, .device(let b)): return try registerDevice(b)
         case (.listDevices, _): return try listDevices()
@@ -40,6 +40,9 @@ struct APIRoutes {
         case (.updateWebhookEndpoint, .webhookEndpoint(let b)): return try updateWebhookEndpoint(id, b)
         case (.deleteWebhookEndpoint, _): return try deleteWebhookEndpoint(id)
         case (.rotateWebhookSecret, _): return try rotateWebhookSecret(id)
+        case (.listCredentials, _): return try listCredentials(id)
+        case (.setCredentials, .credentials(let b)): return try setCredentials(id, b)
+        case (.deleteCredentials, _): return try deleteCredentials(id, kind: kind)
         default: throw APIError.internalError()
         }
     }

@@ -96,7 +96,8 @@ public final class AcceptanceService {
             if replay == nil { throw AcceptanceError.tooLarge(worst) }
         }
         let (id, created) = try Self.stored { try store.enqueue(valid.enqueue) }
-        return SendResult(notificationID: id, created: created)
+        return SendResult(notificationID: id, created: created,
+                          smsSegments: request.smsFallback.map { SMSSegments($0.text) })
     }
 
     /// Cancels a notification whose send time has not come (refunding it). With `appID` or `mode`

@@ -107,11 +107,15 @@ public struct SendResult: Sendable, Equatable {
     public var created: Bool
     /// `!created`.
     public var replayed: Bool { !created }
+    /// The SMS fallback's segments and encoding (GSM-7 or UCS-2), when it has one (R-SMS-1): what
+    /// the SMS will cost, as the provider bills per segment.
+    public var smsSegments: SMSSegments?
 
     /// Makes a result.
-    public init(notificationID: UUID, created: Bool) {
+    public init(notificationID: UUID, created: Bool, smsSegments: SMSSegments? = nil) {
         self.notificationID = notificationID
         self.created = created
+        self.smsSegments = smsSegments
     }
 }
 

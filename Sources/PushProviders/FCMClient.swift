@@ -142,8 +142,8 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     /// POSTs a fresh assertion to the token endpoint.
     /// - Throws: `JWTError`, or `FCMCredentialsError.oauthFailed` with the status/transport detail.
     private func fetchAccessToken(now: Int64) throws -> ProviderToken {
-        let body = "grant_type=" + Self.formEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer")
-            + "&assertion=" + Self.formEncoded(try assertion(now: now))
+        let body = FormURLEncoding.encode([("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                                           ("assertion", try assertion(now: now))])
         let request = HTTPRequest(url: tokenEndpoint, method: "POST",
                                   headers: [("content-type", "application/x-www-form-urlencoded")],
                                   body: Array(body.utf8), timeoutMillis: configuration.requestTimeoutMillis)
@@ -162,15 +162,6 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
         let lifetime = ProviderText.int64(object?["expires_in"]) ?? 3600
         let refreshAt = now + max(60, lifetime - configuration.tokenRefreshMarginSeconds)
         return ProviderToken(value: access, issuedAt: now, refreshAt: refreshAt)
-    }
-
-    private static func formEncoded(_ s: String) -> String {
-        var out = ""
-        for byte in s.utf8 {
-            let c = Character(Unicode.Scalar(byte))
-            if c.isASCII && (c.isLetter || c.isNumber || "-._~".contains(c)) { out.append(c) } else { out += String(format: "%%%02X", byte) }
-        }
-        return out
     }
 
     private static func jsonEscaped(_ s: String) -> String {

@@ -38,6 +38,8 @@ public struct APINotification: Sendable, Equatable {
     public var finishedAt: Date?
     /// Its deliveries (nil in lists).
     public var deliveries: [APIDelivery]?
+    /// Its SMS fallback's outcome (R-SMS-1), the facts `notifications show` prints; nil when it has none.
+    public var sms: SMSReport?
 }
 
 /// One page of a list: at most the limit asked for, and whether more follow.
@@ -151,7 +153,7 @@ public final class APIReadStore {
                         encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
                         errorCode: try r.decode(i, "error_code"), sendAt: try r.decode(i, "send_at"),
                         acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
-                        deliveries: nil)
+                        deliveries: nil, sms: try SMSStore.report(r, i))
     }
 }
 

@@ -76,6 +76,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     public let queueJobs = LabeledGauge(labelName: "state")
     public let queueDue = Gauge()
     public let queueOldestDueAge = Gauge()
+    /// The SMS dispatcher's series (`SMSMetrics`).
+    public let sms = SMSMetrics()
     /// The webhook dispatcher's series (`WebhookMetrics`).
     public let webhooks = WebhookMetrics()
     /// R-KIND-4: scopes this worker knows paused (1 each), pauses it started and ended, probes it
@@ -153,6 +155,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         }
         header("pushfleet_deliveries_held_total", "counter", "Deliveries deferred without an attempt because their provider scope was paused.")
         out += "pushfleet_deliveries_held_total \(num(deliveriesHeld.current))\n"
+        out += sms.render()
         out += webhooks.render()
         return out
     }

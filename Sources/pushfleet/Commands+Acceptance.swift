@@ -134,8 +134,13 @@ extension Commands {
         }
         let r = try service().send(q)
         let id = PrefixedID.format(.notification, r.notificationID)
-        out.emit(SendOutput(notificationID: r.notificationID, created: r.created, replayed: r.replayed)) {
+        out.emit(SendOutput(notificationID: r.notificationID, created: r.created, replayed: r.replayed,
+                            smsSegments: r.smsSegments?.count, smsEncoding: r.smsSegments?.encoding.rawValue)) {
             r.created ? id : "\(id) (a replay of the idempotency key: the first notification)"
+        }
+        // The id alone on stdout (scripts read it); what the SMS fallback costs goes beside it.
+        if let s = r.smsSegments, !args.flag("json") {
+            FileHandle.standardError.write(Data("sms fallback: \(s.count) segment\(s.count == 1 ? "" : "s"), \(s.encoding.rawValue)\n".utf8))
         }
     }
 

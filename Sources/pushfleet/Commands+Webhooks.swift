@@ -13,7 +13,8 @@ extension Commands {
            pushfleet webhooks attempts (--endpoint ENDPOINT | --event EVENT | --app APP) [--limit N]
            pushfleet webhooks resend EVENT [--endpoint ENDPOINT]
       Event types: push_device.deactivated, push_app.credentials_invalid, push_app.encryption_disabled (the
-      default set) and push_notification.finished (opt-in). Test endpoints get test events, live ones live events.
+      default set), push_notification.finished and push_notification.sms_finished (opt-in). Test endpoints get
+      test events, live ones live events.
       The signing secret (whsec_...) is shown once; after rotate-secret the previous one also signs for 24 h.
       Endpoints are https (loopback refused); PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 admits loopback for local
       testing, and http:// to it in test mode. Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY.

@@ -65,6 +65,7 @@ enum Commands {
         let router = try fleetRouter(try LiveRouter.fromEnvironment(databaseURL: url), env)
         let worker = try Worker(config: config, databaseURL: url, router: router, metrics: metrics)
         worker.webhookDispatcher = try webhookDispatcher(env, owner: config.owner, databaseURL: url, metrics: metrics)
+        worker.smsDispatcher = try smsDispatcher(env, owner: config.owner, databaseURL: url, metrics: metrics)
         let metricsServer = try startMetricsServer(args, env, metrics: metrics)
 
         // Graceful shutdown: SIGTERM / SIGINT stop claiming; in-flight work finishes within the
@@ -96,8 +97,9 @@ enum Commands {
                     do {
                         if conn == nil { conn = try PGConnection.connect(url) }
                         let s = try PGQueueStore(connection: conn!).queueStats()
+                        let sms = worker.smsDispatcher == nil ? 0 : try SMSStore(connection: conn!).openCount()
                         let hooks = try WebhookDispatchStore(connection: conn!, keys: nil).dueOrRunning()
-                        idle = (s.available == 0 && s.running == 0 && hooks == 0) ? idle + 1 : 0
+                        idle = (s.available == 0 && s.running == 0 && sms == 0 && hooks == 0) ? idle + 1 : 0
                         if idle >= 2 { worker.requestStop() }
                     } catch { conn = nil }
                 }

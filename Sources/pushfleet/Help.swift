@@ -101,11 +101,15 @@ enum Help {
       Refuses content whose payload would exceed 4096 bytes for a targeted device (R-SEND-7), saying how
       many bytes to cut; prints the notification id. A background push (R-KIND-1) carries only --data and
       --collapse-key; the iOS presentation fields (R-KIND-2) are ignored for Android and Web devices,
-      --channel-id for iOS and Web ones.
+      --channel-id for iOS and Web ones. The SMS fallback (sent when no device could take the
+      notification, R-SEND-6, R-SMS-1) needs an E.164 phone (+ and 8 to 15 digits) and 1 to 1600 characters
+      of text; its segment count (GSM-7 or UCS-2) is printed on stderr, or in --json.
     """
 
     static let notifications = """
     Usage: pushfleet notifications show ID | pushfleet notifications cancel ID
+      show: status, deliveries, ledger, and the SMS fallback's outcome (queued with the provider's id,
+      failed with its code, or unknown: written without an answer, never sent again).
     """
 
     static let jobs = """

@@ -117,6 +117,9 @@ struct SendOutput: Encodable {
     @PrefixedUUID<NotificationIDKind> var notificationID: UUID
     var created: Bool
     var replayed: Bool
+    /// The SMS fallback's segment count and encoding (R-SMS-1), when it has one.
+    var smsSegments: Int?
+    var smsEncoding: String?
 }
 
 /// `pushfleet devices register --json`: the device as stored, and what the registration did.

@@ -48,6 +48,9 @@ final class AuthorizationMatrixTests: APITestCase {
             (.updateWebhookEndpoint, "PATCH", "/v1/push/webhook_endpoints/\(f.testEndpoint)", #"{"enabled":false}"#),
             (.deleteWebhookEndpoint, "DELETE", "/v1/push/webhook_endpoints/\(f.testEndpoint)", nil),
             (.rotateWebhookSecret, "POST", "/v1/push/webhook_endpoints/\(f.testEndpoint)/rotate_secret", nil),
+            (.listCredentials, "GET", "/v1/push/apps/\(appID)/credentials", nil),
+            (.setCredentials, "PUT", "/v1/push/apps/\(appID)/credentials/webpush", #"{"subject":"mailto:ops@example.com"}"#),
+            (.deleteCredentials, "DELETE", "/v1/push/apps/\(appID)/credentials/webpush", nil),
         ]
     }
 
@@ -56,6 +59,7 @@ final class AuthorizationMatrixTests: APITestCase {
         case sendNotification, listNotifications, getNotification, cancelNotification
         case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
         case rotateWebhookSecret
+        case listCredentials, setCredentials, deleteCredentials
     }
 
     /// The permission each route needs, and a key holding every other one.
@@ -65,6 +69,7 @@ final class AuthorizationMatrixTests: APITestCase {
         .createApp: "push_apps:w", .updateApp: "push_apps:w", .listApps: "push_apps:r", .getApp: "push_apps:r",
         .createWebhookEndpoint: "webhooks:w", .updateWebhookEndpoint: "webhooks:w", .deleteWebhookEndpoint: "webhooks:w",
         .rotateWebhookSecret: "webhooks:w", .listWebhookEndpoints: "webhooks:r", .getWebhookEndpoint: "webhooks:r",
+        .listCredentials: "push_apps:r", .setCredentials: "push_apps:w", .deleteCredentials: "push_apps:w",
     ]
 
     /// The matrix names every route the server has.
@@ -75,7 +80,7 @@ final class AuthorizationMatrixTests: APITestCase {
             let route = try XCTUnwrap(APIRoute(rawValue: name.rawValue))
             XCTAssertEqual(route.method, method, name.rawValue)
             XCTAssertEqual(try XCTUnwrap(Self.needs[name]), "\(route.permission.resource.rawValue):\(route.permission.access.rawValue)")
-            guard case .route(let matched, _) = APIRouter.match(method: method, path: String(path.split(separator: "?")[0])) else {
+            guard case .route(let matched, _, _) = APIRouter.match(method: method, path: String(path.split(separator: "?")[0])) else {
                 return XCTFail("\(path) does not route")
             }
             XCTAssertEqual(matched, route)

@@ -11,9 +11,10 @@ import PushCore
 final class RequestParsingTests: XCTestCase {
     func testEveryRouteMatchesItsMethodAndTemplate() {
         for route in APIRoute.allCases {
-            let path = route.template.replacingOccurrences(of: "{id}", with: "pdev_x")
+            let path = route.template.replacingOccurrences(of: "{id}", with: "pdev_x").replacingOccurrences(of: "{kind}", with: "apns")
             XCTAssertEqual(APIRouter.match(method: route.method, path: path),
-                           .route(route, id: route.template.contains("{id}") ? "pdev_x" : nil), route.rawValue)
+                           .route(route, id: route.template.contains("{id}") ? "pdev_x" : nil,
+                                  kind: route.template.contains("{kind}") ? "apns" : nil), route.rawValue)
         }
         XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/devices"), .methodNotAllowed(allowed: ["PUT", "GET"]))
         XCTAssertEqual(APIRouter.match(method: "GET", path: "/v1/push/notifications/x/cancel"),
@@ -21,8 +22,16 @@ final class RequestParsingTests: XCTestCase {
         XCTAssertEqual(APIRouter.match(method: "PUT", path: "/v1/push/webhook_endpoints/pwh_x"),
                        .methodNotAllowed(allowed: ["GET", "PATCH", "DELETE"]))
         XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/webhook_endpoints/pwh_x/rotate"), .notFound)
+        XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/apps/papp_x/credentials/apns"),
+                       .methodNotAllowed(allowed: ["PUT", "DELETE"]))
+        XCTAssertEqual(APIRouter.match(method: "GET", path: "/v1/push/apps/papp_x/credentials/twilio"),
+                       .methodNotAllowed(allowed: ["PUT", "DELETE"]))
+        XCTAssertEqual(APIRouter.match(method: "PUT", path: "/v1/push/apps/papp_x/credentials/sms"), .route(.setCredentials, id: "papp_x", kind: "sms"),
+                       "the kind is the route's to judge (404 for an unknown one)")
         for path in ["/", "/v1/push", "/v1/push/devices/", "/v1/push/devices/x/y", "/v2/push/devices", "/v1/push/nope",
-                     "/v1/push/notifications/x/retry", "v1/push/devices", "/v1/push//devices"] {
+                     "/v1/push/notifications/x/retry", "v1/push/devices", "/v1/push//devices",
+                     "/v1/push/apps/x/credential", "/v1/push/apps/x/credentials/", "/v1/push/apps/x/credentials/apns/x",
+                     "/v1/push/devices/x/credentials/apns"] {
             XCTAssertEqual(APIRouter.match(method: "GET", path: path), .notFound, path)
         }
     }

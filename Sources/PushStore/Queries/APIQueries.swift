@@ -55,21 +55,25 @@ enum APIQueries {
     v.attempts
     """
 
-    /// The notification and its deliveries in one round trip (primary keys; one row per delivery,
-    /// or one row with NULL delivery columns).
+    /// The notification, its SMS fallback (push_sms_outbox's unique notification_id) and its
+    /// deliveries in one round trip (primary keys; one row per delivery, or one row with NULL
+    /// delivery columns).
     static let notificationGet = """
-    SELECT \(notificationColumns), \(deliveryColumns)
+    SELECT \(notificationColumns), \(SMSQueries.reportColumns), \(deliveryColumns)
       FROM push_notifications n JOIN push_apps a ON a.id = n.app_id
+      LEFT JOIN push_sms_outbox s ON s.notification_id = n.id
       LEFT JOIN push_deliveries v ON v.notification_id = n.id
      WHERE n.id = $1::uuid AND n.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
      ORDER BY v.created_at, v.device_id
     """
 
-    /// As `deviceList`, from `push_notifications_list_idx`. `$1` account, `$2` app, `$3` mode,
+    /// As `deviceList`, from `push_notifications_list_idx`, each with its SMS fallback (one probe of
+    /// push_sms_outbox's unique notification_id per row). `$1` account, `$2` app, `$3` mode,
     /// `$4` status, `$5` cursor notification, `$6` limit.
     static let notificationList = """
     SELECT n.* FROM push_apps a CROSS JOIN LATERAL (
-        SELECT \(notificationColumns) FROM push_notifications n
+        SELECT \(notificationColumns), \(SMSQueries.reportColumns) FROM push_notifications n
+          LEFT JOIN push_sms_outbox s ON s.notification_id = n.id
          WHERE n.app_id = a.id AND n.mode = $3::text AND ($4::text IS NULL OR n.status = $4::text)
            AND ($5::uuid IS NULL
                 OR (n.accepted_at, n.id) < (SELECT c.accepted_at, c.id FROM push_notifications c WHERE c.id = $5::uuid))
@@ -110,10 +114,11 @@ enum APIKeyedQueries {
     """
 
     static let notification = """
-    SELECT \(keyColumns), \(APIQueries.notificationColumns), \(APIQueries.deliveryColumns)
+    SELECT \(keyColumns), \(APIQueries.notificationColumns), \(SMSQueries.reportColumns), \(APIQueries.deliveryColumns)
       FROM push_api_keys k
       LEFT JOIN (push_notifications n JOIN push_apps a ON a.id = n.app_id AND a.deleted_at IS NULL)
              ON n.id = $2::uuid AND n.mode = k.mode AND a.account_id = k.account_id
+      LEFT JOIN push_sms_outbox s ON s.notification_id = n.id
       LEFT JOIN push_deliveries v ON v.notification_id = n.id
      WHERE k.key_hash = $1::bytea
      ORDER BY v.created_at, v.device_id
