@@ -31,7 +31,7 @@ final class ReadinessTests: FleetDBTestCase {
         let required = ReadinessGate.requiredMigrations
         XCTAssertEqual(try HealthStore(connection: conn).healthProbe(required: required),
                        DatabaseHealth(schemaVersion: ReadinessGate.requiredSchemaVersion, readOnly: false))
-        // A database migrated by the previous release, then given 0008 by nobody: max is still 11.
+        // A database migrated by the previous release, then given 0008 by nobody: max is still the newest.
         try conn.exec("BEGIN")
         try conn.exec("DELETE FROM schema_migrations WHERE version = 8")
         let gap = try HealthStore(connection: conn).healthProbe(required: required + [12])
