@@ -80,8 +80,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         }
     }
 
-    public func serverError(status: Int, code: String, message: String, requestID: String) -> HTTPResponse {
-        respond(APIError(status: status, code: code, message: message), route: "unmatched", keyPrefix: nil)
+    public func serverError(status: Int, code: String, message: String, field: String?, requestID: String) -> HTTPResponse {
+        respond(APIError(status: status, code: code, message: message, field: field), route: "unmatched", keyPrefix: nil)
     }
 
     /// The access log line and the request metrics (issue 14 part 8): method, route template,

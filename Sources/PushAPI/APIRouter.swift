@@ -85,7 +85,8 @@ public enum RouteMatch: Sendable, Equatable {
 
 /// Matches requests to routes. Pure.
 public enum APIRouter {
-    /// Matches `method` and `path` (no query string). Paths are exact: no trailing slash.
+    /// Matches `method` and `path` (no query string). Paths are exact: no trailing slash. `HEAD`
+    /// matches the path's `GET` route, and is listed after `GET` in a 405's `Allow`.
     public static func match(method: String, path: String) -> RouteMatch {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         // "", "v1", "push", collection [, id [, "cancel" | "rotate_secret" | "credentials" [, kind]]]
@@ -111,7 +112,9 @@ public enum APIRouter {
         case ("webhook_endpoints", 6) where parts[5] == "rotate_secret": candidates = [.rotateWebhookSecret]
         default: return .notFound
         }
-        if let route = candidates.first(where: { $0.method == method }) { return .route(route, id: id, kind: kind) }
-        return .methodNotAllowed(allowed: candidates.map(\.method))
+        // HEAD is GET without the body (RFC 9110 §9.3.2; libmicrohttpd sends no body to a HEAD).
+        let wanted = method == "HEAD" ? "GET" : method
+        if let route = candidates.first(where: { $0.method == wanted }) { return .route(route, id: id, kind: kind) }
+        return .methodNotAllowed(allowed: candidates.flatMap { $0.method == "GET" ? ["GET", "HEAD"] : [$0.method] })
     }
 }

@@ -70,7 +70,10 @@ struct APIRoutes {
             throw APIError.validation("user_id must be 1 to \(DeviceRegistration.maxUserIDLength) characters", field: "user_id")
         }
         let after = try q.startingAfter.map { text -> UUID in
-            guard let id = PrefixedID.parse(text, as: .device), try reads.device(id: id) != nil else {
+            // The cursor must be a row of this list: of the key's account and mode (the read's
+            // scope) and of the app filtered on, else the same 404 as an unknown id.
+            guard let id = PrefixedID.parse(text, as: .device), let cursor = try reads.device(id: id),
+                  app == nil || cursor.appID == app else {
                 throw APIError.notFound("no such device for starting_after", field: "starting_after")
             }
             return id
@@ -164,7 +167,8 @@ struct APIRoutes {
             throw APIError.validation("status must be one of \(Self.statuses.sorted().joined(separator: ", "))", field: "status")
         }
         let after = try q.startingAfter.map { text -> UUID in
-            guard let id = PrefixedID.parse(text, as: .notification), try reads.notificationApp(id: id) != nil else {
+            guard let id = PrefixedID.parse(text, as: .notification), let cursorApp = try reads.notificationApp(id: id),
+                  app == nil || cursorApp == app else {
                 throw APIError.notFound("no such notification for starting_after", field: "starting_after")
             }
             return id

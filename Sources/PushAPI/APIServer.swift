@@ -184,12 +184,7 @@ final class ManagementHandler: HTTPHandler, @unchecked Sendable {
         func text(_ status: Int, _ body: String, _ type: String = "text/plain") -> HTTPResponse {
             HTTPResponse(status: status, headers: [("Content-Type", type)], body: Array(body.utf8), route: request.path)
         }
-        let known = ["/healthz", "/readyz", "/metrics"]
-        guard known.contains(request.path) else { return HTTPResponse(status: 404, body: Array("not found\n".utf8)) }
-        guard request.method == "GET" || request.method == "HEAD" else {
-            return HTTPResponse(status: 405, headers: [("Allow", "GET, HEAD")], body: Array("method not allowed\n".utf8),
-                                route: request.path)
-        }
+        if let refused = refusal(method: request.method, path: request.path) { return refused }
         switch request.path {
         case "/healthz": return text(200, "ok\n")
         case "/readyz": return metrics.ready.current == 1 ? text(200, "ready\n") : text(503, "not ready\n")
@@ -197,7 +192,20 @@ final class ManagementHandler: HTTPHandler, @unchecked Sendable {
         }
     }
 
-    func serverError(status: Int, code: String, message: String, requestID: String) -> HTTPResponse {
+    /// 404 for a path other than the three, 405 for a method other than GET and HEAD, whatever
+    /// the body (the management address takes none).
+    func refusal(method: String, path: String) -> HTTPResponse? {
+        guard ["/healthz", "/readyz", "/metrics"].contains(path) else {
+            return HTTPResponse(status: 404, headers: [("Content-Type", "text/plain")], body: Array("not found\n".utf8))
+        }
+        guard method == "GET" || method == "HEAD" else {
+            return HTTPResponse(status: 405, headers: [("Allow", "GET, HEAD"), ("Content-Type", "text/plain")],
+                                body: Array("method not allowed\n".utf8), route: path)
+        }
+        return nil
+    }
+
+    func serverError(status: Int, code: String, message: String, field: String?, requestID: String) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "text/plain")], body: Array("\(code): \(message)\n".utf8))
     }
 

@@ -73,6 +73,9 @@ enum SendValidation {
         } catch let e as PushError {
             throw AcceptanceError(e)
         }
+        if content.isEmptyAlert {
+            throw AcceptanceError.invalid("title", "an alert needs something to show or carry: title, body, title_loc_key, body_loc_key, badge, sound, critical_sound or data")
+        }
         let compact = data.map { String(decoding: JSONWriter.bytes(.object($0)), as: UTF8.self) }
         let q = storageRequest(r, data: compact)
         return ValidatedSend(enqueue: q, content: content)

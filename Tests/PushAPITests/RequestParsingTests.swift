@@ -15,12 +15,19 @@ final class RequestParsingTests: XCTestCase {
             XCTAssertEqual(APIRouter.match(method: route.method, path: path),
                            .route(route, id: route.template.contains("{id}") ? "pdev_x" : nil,
                                   kind: route.template.contains("{kind}") ? "apns" : nil), route.rawValue)
+            // HEAD is answered wherever GET is (RFC 9110 §9.3.2), as that GET route.
+            if route.method == "GET" {
+                XCTAssertEqual(APIRouter.match(method: "HEAD", path: path),
+                               .route(route, id: route.template.contains("{id}") ? "pdev_x" : nil,
+                                      kind: route.template.contains("{kind}") ? "apns" : nil), "HEAD \(route.rawValue)")
+            }
         }
-        XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/devices"), .methodNotAllowed(allowed: ["PUT", "GET"]))
+        XCTAssertEqual(APIRouter.match(method: "HEAD", path: "/v1/push/notifications/x/cancel"), .methodNotAllowed(allowed: ["POST"]))
+        XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/devices"), .methodNotAllowed(allowed: ["PUT", "GET", "HEAD"]))
         XCTAssertEqual(APIRouter.match(method: "GET", path: "/v1/push/notifications/x/cancel"),
                        .methodNotAllowed(allowed: ["POST"]))
         XCTAssertEqual(APIRouter.match(method: "PUT", path: "/v1/push/webhook_endpoints/pwh_x"),
-                       .methodNotAllowed(allowed: ["GET", "PATCH", "DELETE"]))
+                       .methodNotAllowed(allowed: ["GET", "HEAD", "PATCH", "DELETE"]))
         XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/webhook_endpoints/pwh_x/rotate"), .notFound)
         XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/apps/papp_x/credentials/apns"),
                        .methodNotAllowed(allowed: ["PUT", "DELETE"]))
