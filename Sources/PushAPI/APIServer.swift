@@ -122,7 +122,13 @@ final class ReadinessProbe: @unchecked Sendable {
     let log: Log
     private let draining = AtomicFlag()
     private let stopped = AtomicFlag()
+    /// Signalled by `stop()` to cut the probe's one-second pause short.
+    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled once by the probe thread when it has left its loop and closed its session.
+    private let finished = DispatchSemaphore(value: 0)
     private var verdict = "starting"
+    private let lifecycle = NSLock()
+    private var running = false
 
     init(databaseURL: String, metrics: APIMetrics, log: Log) {
         self.databaseURL = databaseURL
@@ -131,6 +137,7 @@ final class ReadinessProbe: @unchecked Sendable {
     }
 
     func start() {
+        lifecycle.withLock { running = true }
         let t = Thread { [self] in
             var connection: PGConnection?
             while !stopped.current {
@@ -157,8 +164,10 @@ final class ReadinessProbe: @unchecked Sendable {
                     verdict = now
                     if now == "ready" { log.info("api.ready", [:]) } else { log.warn("api.not_ready", ["reason": now]) }
                 }
-                Thread.sleep(forTimeInterval: 1)
+                _ = wake.wait(timeout: .now() + 1)
             }
+            connection = nil
+            finished.signal()
         }
         t.name = "pushfleet.api.readiness"
         t.start()
@@ -169,7 +178,21 @@ final class ReadinessProbe: @unchecked Sendable {
         metrics.ready.set(0)
     }
 
-    func stop() { stopped.set(true) }
+    /// Ends the probe loop and waits (at most `seconds`: one probe's connect and statement
+    /// timeouts) until its thread has closed its session, so that the process's `exit` never runs
+    /// libpq's and OpenSSL's teardown under a probe still using them (which aborted the process at
+    /// SIGTERM now and then). Returns false when the thread did not finish in time.
+    @discardableResult
+    func stop(seconds: Double = 5) -> Bool {
+        let wasRunning = lifecycle.withLock { () -> Bool in
+            defer { running = false }
+            return running
+        }
+        stopped.set(true)
+        guard wasRunning else { return true }
+        wake.signal()
+        return finished.wait(timeout: .now() + seconds) == .success
+    }
 }
 
 /// The management address: `GET|HEAD /healthz` (200 while the process runs), `/readyz` (200 when
