@@ -23,7 +23,8 @@ let testTargets: [Target] = [
     .testTarget(name: "PushWorkerTests",
                 dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushAPITests",
-                dependencies: ["PushAPI", "PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
+                dependencies: ["PushAPI", "PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushProviders",
+                                "PushTestSupport"]),
 ]
 
 let package = Package(
@@ -56,7 +57,7 @@ let package = Package(
         .target(name: "PushBench", dependencies: ["PushCrypto", "PushCore", "PushProviders"]),
         // The HTTP API (issue 14): routing, JSON decoding, auth, limits and encoding, on libmicrohttpd.
         .target(name: "PushAPI", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushAcceptance", "PushWorker",
-                                                "CPushShims", "CMicroHTTPD"]),
+                                                "PushProviders", "CPushShims", "CMicroHTTPD"]),
         .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker",
                                                           "PushAcceptance", "PushBench", "PushAPI"]),
 

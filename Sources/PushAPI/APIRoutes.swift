@@ -12,7 +12,9 @@ struct APIRoutes {
     let request: HTTPRequest
     let webhooks: WebhookSettings
 
-    var reads: APIReadStore { APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode) }
+    var reads: APIReadStore {
+        APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode, appIDs: principal.appIDs)
+    }
     var acceptance: AcceptanceService { AcceptanceService(connection: connection) }
 
     /// Runs an acceptance call, its refusals as the API's errors (database failures pass through).
@@ -87,7 +89,12 @@ struct APIRoutes {
 
     // MARK: - Apps
 
+    /// A key limited to some apps (issue 15 part 3) cannot create one: the new app would be outside
+    /// what it may see.
     func createApp(_ b: AppBody) throws -> HTTPResponse {
+        guard principal.appIDs == nil else {
+            throw APIError.forbidden("this key is limited to some apps and cannot create one; use a key of the whole account")
+        }
         let app = try accepted {
             try acceptance.createApp(AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
                                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,

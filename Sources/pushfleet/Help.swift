@@ -60,13 +60,15 @@ enum Help {
 
     static let apiKeys = """
     Usage: pushfleet api-keys create --account ACCOUNT --mode test|live --permissions push_devices:wd,push:rw,push_apps:rw
-                                     [--name N] [--rate-limit PER_SECOND] [--json]
+                                     [--name N] [--rate-limit PER_SECOND] [--apps papp_...,papp_...] [--json]
            pushfleet api-keys list --account ACCOUNT [--json]
            pushfleet api-keys revoke KEY_ID
       The key (mk_test_... / mk_live_...) is printed once (JSON field "key"); only its SHA-256 is stored.
       Permissions (R-API-2): push_devices w (register) d (remove); push r (read devices, notifications) w (send, cancel);
       push_apps r (read apps) w (create, change; changing require_encryption also needs a live key);
       webhooks r (read webhook endpoints) w (create, change, delete, rotate their secrets).
+      --apps limits the key to those apps of the account (at most 100): any other app, and its devices,
+      notifications and webhook endpoints, answer 404 like missing ones; such a key cannot create apps.
     """
 
     static let apps = """

@@ -66,7 +66,7 @@ do {
         "keys": ["private-key", "envelope"], "envelope": ["private-key", "envelope"],
         "api": ["addr", "management-addr"],
         "accounts": ["name"],
-        "api-keys": ["account", "mode", "permissions", "name", "rate-limit"],
+        "api-keys": ["account", "mode", "permissions", "name", "rate-limit", "apps"],
     ]
     if let allowed = known[command] { try args.allowOnly(allowed) }
     switch command {
