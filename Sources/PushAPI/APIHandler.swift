@@ -67,8 +67,9 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
                     answer.keyPrefix = keyPrefix
                     return answer
                 }
-                let principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
+                var principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
                                           key: key, route: r, conn: conn)
+                principal.actor = APIKeyFormat.displayPrefix(key)
                 let routes = APIRoutes(connection: conn, principal: principal, request: request, webhooks: webhooks)
                 var answer = try routes.run(r, id: id, body: try body.get())
                 answer.route = route
@@ -246,7 +247,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         case (.registerDevice, .success(.device(let b))): return PrefixedID.parse(b.appID, as: .app)
         case (.sendNotification, .success(.notification(let b))): return PrefixedID.parse(b.appID, as: .app)
         case (.createWebhookEndpoint, .success(.webhookEndpoint(let b))): return b.appID.flatMap { PrefixedID.parse($0, as: .app) }
-        case (.listDevices, _), (.listNotifications, _), (.listWebhookEndpoints, _):
+        case (.listDevices, _), (.listNotifications, _), (.listWebhookEndpoints, _), (.listAuditEvents, _), (.usage, _),
+             (.eraseUser, _):
             return request.query.last(where: { $0.name == "app_id" })?.value.flatMap { PrefixedID.parse($0, as: .app) }
         default: return nil
         }

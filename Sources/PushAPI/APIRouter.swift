@@ -8,16 +8,17 @@ public enum APIRoute: String, Sendable, CaseIterable {
     case sendNotification, listNotifications, getNotification, cancelNotification
     case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
     case rotateWebhookSecret
+    case listAuditEvents, usage, eraseUser
 
     /// HTTP method.
     public var method: String {
         switch self {
         case .registerDevice: return "PUT"
-        case .deleteDevice, .deleteWebhookEndpoint: return "DELETE"
+        case .deleteDevice, .deleteWebhookEndpoint, .eraseUser: return "DELETE"
         case .updateApp, .updateWebhookEndpoint: return "PATCH"
         case .createApp, .sendNotification, .cancelNotification, .createWebhookEndpoint, .rotateWebhookSecret: return "POST"
         case .listDevices, .getDevice, .listApps, .getApp, .listNotifications, .getNotification, .listWebhookEndpoints,
-             .getWebhookEndpoint:
+             .getWebhookEndpoint, .listAuditEvents, .usage:
             return "GET"
         }
     }
@@ -35,10 +36,14 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .createWebhookEndpoint, .listWebhookEndpoints: return "/v1/push/webhook_endpoints"
         case .getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint: return "/v1/push/webhook_endpoints/{id}"
         case .rotateWebhookSecret: return "/v1/push/webhook_endpoints/{id}/rotate_secret"
+        case .listAuditEvents: return "/v1/push/audit"
+        case .usage: return "/v1/push/usage"
+        case .eraseUser: return "/v1/push/users/{id}"
         }
     }
 
-    /// The permission the route needs (R-API-2).
+    /// The permission the route needs (R-API-2). Erasing a user needs `push` w as well (checked by
+    /// the route: issue 15).
     public var permission: (resource: APIResource, access: APIAccess) {
         switch self {
         case .registerDevice: return (.pushDevices, .write)
@@ -50,6 +55,8 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .listWebhookEndpoints, .getWebhookEndpoint: return (.webhooks, .read)
         case .createWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint, .rotateWebhookSecret:
             return (.webhooks, .write)
+        case .listAuditEvents, .usage: return (.pushApps, .read)
+        case .eraseUser: return (.pushDevices, .delete)
         }
     }
 
@@ -99,6 +106,9 @@ public enum APIRouter {
         case ("webhook_endpoints", 4): candidates = [.createWebhookEndpoint, .listWebhookEndpoints]
         case ("webhook_endpoints", 5): candidates = [.getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint]
         case ("webhook_endpoints", 6) where parts[5] == "rotate_secret": candidates = [.rotateWebhookSecret]
+        case ("audit", 4): candidates = [.listAuditEvents]
+        case ("usage", 4): candidates = [.usage]
+        case ("users", 5): candidates = [.eraseUser]
         default: return .notFound
         }
         if let route = candidates.first(where: { $0.method == method }) { return .route(route, id: id) }

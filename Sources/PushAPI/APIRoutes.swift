@@ -42,6 +42,9 @@ struct APIRoutes {
         case (.updateWebhookEndpoint, .webhookEndpoint(let b)): return try updateWebhookEndpoint(id, b)
         case (.deleteWebhookEndpoint, _): return try deleteWebhookEndpoint(id)
         case (.rotateWebhookSecret, _): return try rotateWebhookSecret(id)
+        case (.listAuditEvents, _): return try listAuditEvents()
+        case (.usage, _): return try usage()
+        case (.eraseUser, _): return try eraseUser(id)
         default: throw APIError.internalError()
         }
     }
@@ -123,13 +126,12 @@ struct APIRoutes {
             throw APIError.forbidden("changing require_encryption needs a live key (it governs live traffic)",
                                      field: "require_encryption")
         }
-        let app = try accepted {
-            try acceptance.updateApp(id: current.id, AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
-                                                                      placeholderTitle: b.placeholderTitle,
-                                                                      placeholderBody: b.placeholderBody,
-                                                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
-                                                                      placeholderBodyLocKey: b.placeholderBodyLocKey))
-        }
+        var update = AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
+                                      placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
+                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
+                                      placeholderBodyLocKey: b.placeholderBodyLocKey)
+        update.actor = principal.actor
+        let app = try accepted { try acceptance.updateApp(id: current.id, update) }
         return ok(ResponseBodies.app(APIApp(app)))
     }
 

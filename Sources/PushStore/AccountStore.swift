@@ -110,8 +110,10 @@ public final class AccountStore {
     /// - Throws: `PushError` `NOT_FOUND` for an unknown account or an app that is not the
     ///   account's, `VALIDATION_ERROR` for a rate outside 1...1,000,000, a bad name, or an app list
     ///   empty or over 100; `PGError` otherwise.
+    ///   `actor` is recorded in the audit log with the key's creation, in its transaction.
     public func issueKey(accountID: UUID, mode: Mode, permissions: APIPermissions, name: String? = nil,
-                         rateLimitPerSecond: Int? = nil, appIDs: [UUID]? = nil) throws -> (key: String, record: APIKeyRecord) {
+                         rateLimitPerSecond: Int? = nil, appIDs: [UUID]? = nil,
+                         actor: String = AuditStore.unnamedActor) throws -> (key: String, record: APIKeyRecord) {
         var apps: [UUID]?
         if let appIDs {
             var seen = Set<UUID>()
@@ -136,13 +138,25 @@ public final class AccountStore {
         guard !permissions.grants.isEmpty else { throw PushError(.validationError, "permissions: grant at least one") }
         var generator = SystemRandomNumberGenerator()
         let key = APIKeyFormat.generate(mode: mode, using: &generator)
-        let r = try connection.exec(AccountQueries.keyCreate, [
-            .uuid(accountID), .text(mode.rawValue), name.map(PGValue.text), .bytea(try APIKeyFormat.hash(key)),
-            .text(APIKeyFormat.displayPrefix(key)), .text(permissions.text), rateLimitPerSecond.map(PGValue.int),
-            apps.map { .uuidArray($0) },
-        ])
-        guard r.rowCount == 1 else { throw PushError(.notFound, "no account \(PrefixedID.format(.account, accountID))") }
-        return (key, try Self.key(r, 0))
+        let hash = try APIKeyFormat.hash(key)
+        let record = try connection.transaction { conn -> APIKeyRecord in
+            let r = try conn.exec(AccountQueries.keyCreate, [
+                .uuid(accountID), .text(mode.rawValue), name.map(PGValue.text), .bytea(hash),
+                .text(APIKeyFormat.displayPrefix(key)), .text(permissions.text), rateLimitPerSecond.map(PGValue.int),
+                apps.map { .uuidArray($0) },
+            ])
+            guard r.rowCount == 1 else { throw PushError(.notFound, "no account \(PrefixedID.format(.account, accountID))") }
+            let record = try Self.key(r, 0)
+            var details: [JSONObject.Member] = [
+                .init("mode", .string(mode.rawValue)), .init("permissions", .string(record.permissions)),
+                .init("prefix", .string(record.prefix)),
+            ]
+            if let apps { details.append(.init("app_ids", .array(apps.map { .string(PrefixedID.format(.app, $0)) }))) }
+            try AuditStore(connection: conn).record(accountID: accountID, appID: nil, actor: actor, action: .keyCreated,
+                                                    target: PrefixedID.format(.apiKey, record.id), details: JSONObject(details))
+            return record
+        }
+        return (key, record)
     }
 
     /// The most apps one key may be limited to (the column's CHECK, sql/0015).
@@ -154,10 +168,24 @@ public final class AccountStore {
         return try r.rows.map { try Self.key(r, $0) }
     }
 
-    /// Revokes a key (idempotent: the first revocation time is kept); nil for an unknown key.
-    public func revokeKey(id: UUID) throws -> APIKeyRecord? {
-        let r = try connection.exec(AccountQueries.keyRevoke, [.uuid(id)])
-        return r.rowCount == 0 ? nil : try Self.key(r, 0)
+    /// Revokes a key (idempotent: the first revocation time is kept); nil for an unknown key. The
+    /// first revocation is recorded in the audit log with `actor`, in its transaction.
+    public func revokeKey(id: UUID, actor: String = AuditStore.unnamedActor) throws -> APIKeyRecord? {
+        try connection.transaction { conn -> APIKeyRecord? in
+            let before = try conn.exec(AccountQueries.keyLockForRevoke, [.uuid(id)])
+            guard before.rowCount == 1 else { return nil }
+            let wasLive = try before.isNull(0, "revoked_at")
+            let r = try conn.exec(AccountQueries.keyRevoke, [.uuid(id)])
+            guard r.rowCount == 1 else { return nil }
+            let record = try Self.key(r, 0)
+            if wasLive {
+                try AuditStore(connection: conn).record(
+                    accountID: record.accountID, appID: nil, actor: actor, action: .keyRevoked,
+                    target: PrefixedID.format(.apiKey, record.id),
+                    details: JSONObject([.init("mode", .string(record.mode)), .init("prefix", .string(record.prefix))]))
+            }
+            return record
+        }
     }
 
     /// The principal of the key whose SHA-256 is `keyHash`, or nil for an unknown key; with

@@ -187,7 +187,7 @@ extension Commands {
             let (key, record) = try store.issueKey(accountID: accountID, mode: mode, permissions: permissions,
                                                    name: args.value("name"),
                                                    rateLimitPerSecond: try args.int("rate-limit", in: 1...1_000_000),
-                                                   appIDs: apps)
+                                                   appIDs: apps, actor: AuditStore.cliActor())
             out.emit(KeyOut(record, key: key)) { key }
             if !out.json {
                 FileHandle.standardError.write(Data("key \(PrefixedID.format(.apiKey, record.id)) (\(mode.rawValue), \(record.permissions)): shown once, only its hash is stored\n".utf8))
@@ -203,7 +203,7 @@ extension Commands {
             guard args.positional.count > 2, let id = PrefixedID.parseLenient(args.positional[2], as: .apiKey) else {
                 throw CLIError.usage("give the key id (pkey_... or a UUID; see pushfleet api-keys list)")
             }
-            guard let record = try AccountStore(connection: try connect()).revokeKey(id: id) else {
+            guard let record = try AccountStore(connection: try connect()).revokeKey(id: id, actor: AuditStore.cliActor()) else {
                 throw PushError(.notFound, "no API key \(PrefixedID.format(.apiKey, id))")
             }
             out.emit(KeyOut(record)) { "revoked \(PrefixedID.format(.apiKey, id)) (\(record.prefix)…); refused from the next request on" }

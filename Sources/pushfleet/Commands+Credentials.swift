@@ -76,7 +76,8 @@ extension Commands {
             guard let data = FileManager.default.contents(atPath: secretPath) else {
                 throw PushError(.validationError, "cannot read \(secretPath)")
             }
-            let summary = try store.set(appID: appID, kind: kind, config: config, secret: Array(data))
+            let summary = try store.set(appID: appID, kind: kind, config: config, secret: Array(data),
+                                        actor: AuditStore.cliActor())
             out.emit(CredentialView(summary)) { "stored " + CredentialView(summary).line }
         case "show":
             let appID = try appID(args, position: 3)
@@ -89,7 +90,8 @@ extension Commands {
             guard kinds.contains(kind) else {
                 throw PushError(.validationError, "kind: must be \(kinds.map(\.rawValue).joined(separator: ", "))")
             }
-            guard try CredentialStore(connection: try connect(), keys: nil).remove(appID: appID, kind: kind) else {
+            guard try CredentialStore(connection: try connect(), keys: nil).remove(appID: appID, kind: kind,
+                                                                                         actor: AuditStore.cliActor()) else {
                 throw PushError(.notFound, "no \(kind.rawValue) set for app \(PrefixedID.format(.app, appID))")
             }
             out.emit(KV(fields: ["removed": kind.rawValue])) { "removed the \(kind.rawValue) set" }

@@ -26,7 +26,7 @@ extension Commands {
         let keys = try VAPIDKeys.generate()
         let store = CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment())
         let summary = try store.set(appID: appID, kind: .webpush, config: ["subject": try args.required("subject")],
-                                    secret: Array(try keys.privateKeyPEM().utf8))
+                                    secret: Array(try keys.privateKeyPEM().utf8), actor: AuditStore.cliActor())
         let publicKey = summary.identifiers["public_key"] ?? keys.publicKeyBase64URL
         out.emit(KV(fields: ["app_id": PrefixedID.format(.app, appID), "application_server_key": publicKey,
                              "state": summary.state.rawValue])) {

@@ -18,7 +18,10 @@ enum Help {
       webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
       api                            the HTTP API (/v1/push/...) until SIGTERM/SIGINT (graceful drain)
       accounts create                an account (owns apps and API keys)
-      api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, shown once
+      api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, optionally limited to apps; shown once
+      audit                          who created or revoked keys, changed credentials or require_encryption, when
+      usage                          deliveries charged net of refunds per app, mode and day (the ledger)
+      users erase                    erase one user of an app (devices deactivated, their content erased)
       keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
       envelope open                  open an envelope with a device private key (test tooling)
 

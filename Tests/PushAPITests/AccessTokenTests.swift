@@ -144,4 +144,35 @@ final class AccessTokenTests: AccessTokenTestCase {
         let r = try call("GET", "/v1/push/apps", key: try token(), on: plain.api.port)
         XCTAssertEqual(r.status, 401)
     }
+
+    /// The JWKS fetched from an https URL with libcurl (a local HTTPS server, a CA of the test's
+    /// own): a token is accepted; with the system store instead of that CA the certificate is
+    /// refused, no key is ever read, and tokens are refused.
+    func testTheJWKSIsFetchedFromAnHTTPSURLWithTheCertificateVerified() throws {
+        let fake = try FakeProcess.start("jwks_server.py", arguments: [
+            "--file", jwksPath, "--cert", try FakeMaterial.file("server.pem"), "--key", try FakeMaterial.file("server.key"),
+        ])
+        defer { fake.stop() }
+        let url = "\(fake.baseURL)/jwks.json"
+        func server(caFile: String?) throws -> APIServer {
+            let s = try startServer { [clock] config in
+                var oauth = OAuthSettings(tokens: AccessTokenSettings(issuer: Self.issuer, audience: Self.audience),
+                                          jwks: .url(url, caFile: caFile))
+                oauth.now = { clock!.now() }
+                config.oauth = oauth
+            }
+            extraServers.append(s)
+            return s
+        }
+        let verified = try server(caFile: try FakeMaterial.file("ca.pem"))
+        let r = try call("PUT", "/v1/push/devices", key: try token(scope: "push:devices"), json: deviceJSON(token: "https_jwks"),
+                         on: verified.api.port)
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertEqual(fake.log(where: "path", is: "/jwks.json").count, 1, "one fetch at start")
+        let untrusted = try server(caFile: nil)
+        let refused = try call("PUT", "/v1/push/devices", key: try token(scope: "push:devices"), json: deviceJSON(token: "https_no_ca"),
+                               on: untrusted.api.port)
+        XCTAssertEqual(refused.status, 401, refused.text)
+        XCTAssertEqual(fake.log(where: "path", is: "/jwks.json").count, 1, "the untrusted server never read the set")
+    }
 }

@@ -48,6 +48,9 @@ final class AuthorizationMatrixTests: APITestCase {
             (.updateWebhookEndpoint, "PATCH", "/v1/push/webhook_endpoints/\(f.testEndpoint)", #"{"enabled":false}"#),
             (.deleteWebhookEndpoint, "DELETE", "/v1/push/webhook_endpoints/\(f.testEndpoint)", nil),
             (.rotateWebhookSecret, "POST", "/v1/push/webhook_endpoints/\(f.testEndpoint)/rotate_secret", nil),
+            (.listAuditEvents, "GET", "/v1/push/audit?app_id=\(appID)", nil),
+            (.usage, "GET", "/v1/push/usage?app_id=\(appID)", nil),
+            (.eraseUser, "DELETE", "/v1/push/users/user_1042?app_id=\(appID)", nil),
         ]
     }
 
@@ -56,6 +59,7 @@ final class AuthorizationMatrixTests: APITestCase {
         case sendNotification, listNotifications, getNotification, cancelNotification
         case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
         case rotateWebhookSecret
+        case listAuditEvents, usage, eraseUser
     }
 
     /// The permission each route needs, and a key holding every other one.
@@ -65,6 +69,7 @@ final class AuthorizationMatrixTests: APITestCase {
         .createApp: "push_apps:w", .updateApp: "push_apps:w", .listApps: "push_apps:r", .getApp: "push_apps:r",
         .createWebhookEndpoint: "webhooks:w", .updateWebhookEndpoint: "webhooks:w", .deleteWebhookEndpoint: "webhooks:w",
         .rotateWebhookSecret: "webhooks:w", .listWebhookEndpoints: "webhooks:r", .getWebhookEndpoint: "webhooks:r",
+        .listAuditEvents: "push_apps:r", .usage: "push_apps:r", .eraseUser: "push_devices:d",
     ]
 
     /// The matrix names every route the server has.

@@ -29,6 +29,9 @@ enum AccountQueries {
     SELECT \(keyColumns) FROM push_api_keys WHERE account_id = $1::uuid ORDER BY created_at, id
     """
 
+    /// The key's row, locked until the revocation commits (primary key).
+    static let keyLockForRevoke = "SELECT revoked_at FROM push_api_keys WHERE id = $1::uuid FOR UPDATE"
+
     /// Revokes once (the first revocation time is kept) and returns the key either way.
     static let keyRevoke = """
     UPDATE push_api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1::uuid RETURNING \(keyColumns)
