@@ -151,9 +151,10 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             metrics.rateLimited.increment()
             throw APIError.rateLimited(retryAfterSeconds: wait)
         }
-        let (resource, access) = route.permission
-        guard principal.permissions.allows(resource, access) else {
-            throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+        for (resource, access) in [route.permission] + (route.alsoNeeds.map { [$0] } ?? []) {
+            guard principal.permissions.allows(resource, access) else {
+                throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+            }
         }
         return principal
     }

@@ -42,8 +42,7 @@ public enum APIRoute: String, Sendable, CaseIterable {
         }
     }
 
-    /// The permission the route needs (R-API-2). Erasing a user needs `push` w as well (checked by
-    /// the route: issue 15).
+    /// The permission the route needs (R-API-2); `alsoNeeds` names a second one.
     public var permission: (resource: APIResource, access: APIAccess) {
         switch self {
         case .registerDevice: return (.pushDevices, .write)
@@ -59,6 +58,10 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .eraseUser: return (.pushDevices, .delete)
         }
     }
+
+    /// A second permission the route needs: erasing a user takes `push_devices` d and `push` w
+    /// (issue 15 part 6). Nil for every other route.
+    public var alsoNeeds: (resource: APIResource, access: APIAccess)? { self == .eraseUser ? (.push, .write) : nil }
 
     /// True when the route reads a JSON body.
     public var takesBody: Bool {
