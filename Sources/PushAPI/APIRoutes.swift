@@ -105,7 +105,7 @@ struct APIRoutes {
                                                       placeholderBodyLocKey: b.placeholderBodyLocKey,
                                                       accountID: principal.accountID))
         }
-        return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(APIApp(app))))
+        return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(app)))
     }
 
     func listApps() throws -> HTTPResponse {
@@ -132,7 +132,7 @@ struct APIRoutes {
                                       placeholderBodyLocKey: b.placeholderBodyLocKey)
         update.actor = principal.actor
         let app = try accepted { try acceptance.updateApp(id: current.id, update) }
-        return ok(ResponseBodies.app(APIApp(app)))
+        return ok(ResponseBodies.app(app))
     }
 
     // MARK: - Notifications
@@ -224,7 +224,7 @@ struct APIRoutes {
         return d
     }
 
-    func visibleApp(_ text: String?) throws -> APIApp {
+    func visibleApp(_ text: String?) throws -> PushApp {
         guard let text, let id = PrefixedID.parse(text, as: .app), let a = try reads.app(id: id) else {
             throw APIError.notFound("no such push app")
         }
