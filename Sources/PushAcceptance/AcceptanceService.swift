@@ -204,17 +204,20 @@ public final class AcceptanceService {
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
         let conn = try connection()
-        let app = try conn.transaction { c -> PushApp? in
-            // The policy before the change, its row locked until the change commits, so the audit
-            // log's old and new values are exact (issue 15 part 5).
-            let before = request.requireEncryption == nil ? nil : try AppStore(connection: c).lockedRequireEncryption(id: id)
-            guard let app = try Self.stored({
+        func update(_ c: PGConnection) throws -> PushApp? {
+            try Self.stored({
                 try AppStore(connection: c).appUpdate(id: id, requireEncryption: request.requireEncryption,
                                                       placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                                       name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                                       placeholderBodyLocKey: request.placeholderBodyLocKey)
-            }) else { return nil }
-            if let before, before != app.requireEncryption {
+            })
+        }
+        let app = request.requireEncryption == nil ? try update(conn) : try conn.transaction { c -> PushApp? in
+            // The policy before the change, its row locked until the change commits, so the audit
+            // log's old and new values are exact (issue 15 part 5). An unknown app: nothing to do.
+            guard let before = try AppStore(connection: c).lockedRequireEncryption(id: id) else { return nil }
+            guard let app = try update(c) else { return nil }
+            if before != app.requireEncryption {
                 try AuditStore(connection: c).record(
                     accountID: nil, appID: id, actor: request.actor, action: .requireEncryptionChanged,
                     target: PrefixedID.format(.app, id),

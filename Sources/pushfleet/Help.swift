@@ -55,6 +55,10 @@ enum Help {
                    PUSHFLEET_API_IO_THREADS (2), PUSHFLEET_API_TRUSTED_PROXIES (addresses or IPv4 CIDRs), PUSHFLEET_LOG_LEVEL,
                    PUSHFLEET_CREDENTIALS_KEY (seals webhook endpoint secrets; without it creating or rotating one is 503),
                    PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (loopback endpoint URLs, local testing only)
+      OAuth access tokens (RFC 9068, RS256/ES256; all three or none): PUSHFLEET_OAUTH_ISSUER, PUSHFLEET_OAUTH_AUDIENCE,
+                   PUSHFLEET_OAUTH_JWKS_URL (https://... or a file), PUSHFLEET_OAUTH_JWKS_CA_FILE,
+                   PUSHFLEET_OAUTH_JWKS_REFRESH_SECONDS (3600), PUSHFLEET_OAUTH_LEEWAY_SECONDS (30),
+                   PUSHFLEET_OAUTH_RATE_LIMIT (100 per subject); claims pushfleet_account, pushfleet_mode
     """
 
     static let accounts = """

@@ -29,6 +29,7 @@ struct TestSigningKey {
                                           : ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
         let out = Pipe()
         p.standardOutput = out
+        p.standardError = FileHandle.nullDevice   // genpkey's progress dots
         try p.run()
         let pem = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
