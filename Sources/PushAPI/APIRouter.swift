@@ -9,17 +9,18 @@ public enum APIRoute: String, Sendable, CaseIterable {
     case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
     case rotateWebhookSecret
     case listCredentials, setCredentials, deleteCredentials
+    case listAuditEvents, usage, eraseUser
 
     /// HTTP method.
     public var method: String {
         switch self {
         case .registerDevice: return "PUT"
         case .setCredentials: return "PUT"
-        case .deleteDevice, .deleteWebhookEndpoint, .deleteCredentials: return "DELETE"
+        case .deleteDevice, .deleteWebhookEndpoint, .deleteCredentials, .eraseUser: return "DELETE"
         case .updateApp, .updateWebhookEndpoint: return "PATCH"
         case .createApp, .sendNotification, .cancelNotification, .createWebhookEndpoint, .rotateWebhookSecret: return "POST"
         case .listDevices, .getDevice, .listApps, .getApp, .listNotifications, .getNotification, .listWebhookEndpoints,
-             .getWebhookEndpoint, .listCredentials:
+             .getWebhookEndpoint, .listCredentials, .listAuditEvents, .usage:
             return "GET"
         }
     }
@@ -40,10 +41,13 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .rotateWebhookSecret: return "/v1/push/webhook_endpoints/{id}/rotate_secret"
         case .listCredentials: return "/v1/push/apps/{id}/credentials"
         case .setCredentials, .deleteCredentials: return "/v1/push/apps/{id}/credentials/{kind}"
+        case .listAuditEvents: return "/v1/push/audit"
+        case .usage: return "/v1/push/usage"
+        case .eraseUser: return "/v1/push/users/{id}"
         }
     }
 
-    /// The permission the route needs (R-API-2).
+    /// The permission the route needs (R-API-2); `alsoNeeds` names a second one.
     public var permission: (resource: APIResource, access: APIAccess) {
         switch self {
         case .registerDevice: return (.pushDevices, .write)
@@ -55,8 +59,14 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .listWebhookEndpoints, .getWebhookEndpoint: return (.webhooks, .read)
         case .createWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint, .rotateWebhookSecret:
             return (.webhooks, .write)
+        case .listAuditEvents, .usage: return (.pushApps, .read)
+        case .eraseUser: return (.pushDevices, .delete)
         }
     }
+
+    /// A second permission the route needs: erasing a user takes `push_devices` d and `push` w
+    /// (issue 15 part 6). Nil for every other route.
+    public var alsoNeeds: (resource: APIResource, access: APIAccess)? { self == .eraseUser ? (.push, .write) : nil }
 
     /// True when the route reads a JSON body.
     public var takesBody: Bool {
@@ -110,6 +120,9 @@ public enum APIRouter {
         case ("webhook_endpoints", 4): candidates = [.createWebhookEndpoint, .listWebhookEndpoints]
         case ("webhook_endpoints", 5): candidates = [.getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint]
         case ("webhook_endpoints", 6) where parts[5] == "rotate_secret": candidates = [.rotateWebhookSecret]
+        case ("audit", 4): candidates = [.listAuditEvents]
+        case ("usage", 4): candidates = [.usage]
+        case ("users", 5): candidates = [.eraseUser]
         default: return .notFound
         }
         // HEAD is GET without the body (RFC 9110 §9.3.2; libmicrohttpd sends no body to a HEAD).

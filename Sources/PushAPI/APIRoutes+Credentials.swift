@@ -80,7 +80,9 @@ extension APIRoutes {
         guard let keys = webhooks.keys else {
             throw APIError.unavailable("this server has no PUSHFLEET_CREDENTIALS_KEY to seal credential secrets with")
         }
-        let result = try accepted { try acceptance.setCredentials(appID: app.id, b.request, keys: keys) }
+        var request = b.request
+        request.actor = principal.actor
+        let result = try accepted { try acceptance.setCredentials(appID: app.id, request, keys: keys) }
         return ok(ResponseBodies.credentialSet(result.summary))
     }
 
@@ -98,7 +100,7 @@ extension APIRoutes {
         let app = try visibleApp(appText)
         let k = try CredentialBody.kind(kind)
         try requireLiveKey()
-        guard try accepted({ try acceptance.removeCredentials(appID: app.id, kind: k) }) else {
+        guard try accepted({ try acceptance.removeCredentials(appID: app.id, kind: k, actor: principal.actor) }) else {
             throw APIError.notFound("this app has no \(k.rawValue) credential set")
         }
         return ok(.object(JSONObject([

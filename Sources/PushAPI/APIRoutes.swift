@@ -12,7 +12,9 @@ struct APIRoutes {
     let request: HTTPRequest
     let webhooks: WebhookSettings
 
-    var reads: APIReadStore { APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode) }
+    var reads: APIReadStore {
+        APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode, appIDs: principal.appIDs)
+    }
     var acceptance: AcceptanceService { AcceptanceService(connection: connection) }
 
     /// Runs an acceptance call, its refusals as the API's errors (database failures pass through).
@@ -43,6 +45,9 @@ struct APIRoutes {
         case (.listCredentials, _): return try listCredentials(id)
         case (.setCredentials, .credentials(let b)): return try setCredentials(id, b)
         case (.deleteCredentials, _): return try deleteCredentials(id, kind: kind)
+        case (.listAuditEvents, _): return try listAuditEvents()
+        case (.usage, _): return try usage()
+        case (.eraseUser, _): return try eraseUser(id)
         default: throw APIError.internalError()
         }
     }
@@ -93,7 +98,12 @@ struct APIRoutes {
 
     // MARK: - Apps
 
+    /// A key limited to some apps (issue 15 part 3) cannot create one: the new app would be outside
+    /// what it may see.
     func createApp(_ b: AppBody) throws -> HTTPResponse {
+        guard principal.appIDs == nil else {
+            throw APIError.forbidden("this key is limited to some apps and cannot create one; use a key of the whole account")
+        }
         let app = try accepted {
             try acceptance.createApp(AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
                                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
@@ -122,13 +132,12 @@ struct APIRoutes {
             throw APIError.forbidden("changing require_encryption needs a live key (it governs live traffic)",
                                      field: "require_encryption")
         }
-        let app = try accepted {
-            try acceptance.updateApp(id: current.id, AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
-                                                                      placeholderTitle: b.placeholderTitle,
-                                                                      placeholderBody: b.placeholderBody,
-                                                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
-                                                                      placeholderBodyLocKey: b.placeholderBodyLocKey))
-        }
+        var update = AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
+                                      placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
+                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
+                                      placeholderBodyLocKey: b.placeholderBodyLocKey)
+        update.actor = principal.actor
+        let app = try accepted { try acceptance.updateApp(id: current.id, update) }
         return ok(ResponseBodies.app(app))
     }
 

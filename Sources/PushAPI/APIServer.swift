@@ -26,6 +26,8 @@ public final class APIServer: @unchecked Sendable {
         public var trustedProxies = TrustedProxies()
         /// The webhook endpoint routes' operator key and loopback switch.
         public var webhooks = WebhookSettings(keys: nil, allowLoopback: false)
+        /// OAuth access tokens (issue 15 part 1); nil: API keys only.
+        public var oauth: OAuthSettings?
 
         /// A configuration with the defaults.
         public init(databaseURL: String, address: ListenAddress, management: ListenAddress?) {
@@ -64,6 +66,13 @@ public final class APIServer: @unchecked Sendable {
         let handler = APIHandler(pool: pool, metrics: metrics, log: log)
         handler.trustedProxies = config.trustedProxies
         handler.webhooks = config.webhooks
+        if let oauth = config.oauth {
+            let verifier = AccessTokenVerifier(settings: oauth, log: log)
+            // The first fetch before the first request; a failure is logged and retried by the
+            // first token that needs a key (at most once a minute).
+            verifier.keys.refreshNowIfAllowed()
+            handler.tokens = verifier
+        }
         var http = config.http
         if case .eventLoop(let io, _) = http.threading { http.threading = .eventLoop(ioThreads: io, workers: config.poolSize) }
         let api = try HTTPServer.start(http, handler: handler)
@@ -91,7 +100,8 @@ public final class APIServer: @unchecked Sendable {
         log.info("api.start", ["addr": config.http.address.description, "port": Int(api.port),
                                "management_port": management.map { Int($0.port) } ?? 0, "pool_size": config.poolSize,
                                "threading": "\(http.threading)", "schema_required": requiredSchemaVersion,
-                               "webhook_secrets": config.webhooks.keys == nil ? "no PUSHFLEET_CREDENTIALS_KEY: create and rotate answer 503" : "sealed"])
+                               "webhook_secrets": config.webhooks.keys == nil ? "no PUSHFLEET_CREDENTIALS_KEY: create and rotate answer 503" : "sealed",
+                               "oauth": config.oauth.map { "issuer \($0.tokens.issuer), jwks \($0.jwks)" } ?? "off"])
         return server
     }
 

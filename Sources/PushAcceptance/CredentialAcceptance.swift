@@ -23,6 +23,9 @@ public struct CredentialRequest: Sendable {
     public var authToken: [UInt8]?
     /// Twilio: the API key's secret (with `api_key_sid`).
     public var apiKeySecret: [UInt8]?
+    /// Who asks, for the audit log's `credentials.set` (issue 15 part 5): the API key's prefix,
+    /// `oauth:` + a token's subject, `cli:` + a login.
+    public var actor: String = AuditStore.unnamedActor
 
     /// A request for a set of `kind`.
     public init(kind: CredentialKind, config: [String: String] = [:], p8: [UInt8]? = nil, serviceAccount: [UInt8]? = nil,
@@ -88,20 +91,21 @@ extension AcceptanceService {
         }
         do {
             let summary = try CredentialStore(connection: try connection(), keys: keys)
-                .set(appID: appID, kind: request.kind, config: config, secret: secret)
+                .set(appID: appID, kind: request.kind, config: config, secret: secret, actor: request.actor)
             return CredentialResult(summary: summary, applicationServerKey: publicKey.map { summary.identifiers["public_key"] ?? $0 })
         } catch let e as PushError {
             throw AcceptanceError(e)
         }
     }
 
-    /// Removes the app's set of `kind`; false when it had none.
+    /// Removes the app's set of `kind`; false when it had none. The removal is audited with `actor`
+    /// (`credentials.removed`, issue 15 part 5).
     /// - Throws: `AcceptanceError` (`VALIDATION_ERROR` for a kind no app holds), `PGError`.
-    public func removeCredentials(appID: UUID, kind: CredentialKind) throws -> Bool {
+    public func removeCredentials(appID: UUID, kind: CredentialKind, actor: String) throws -> Bool {
         guard credentialKinds.contains(kind) else {
             throw AcceptanceError.invalid("kind", "must be one of \(credentialKinds.map(\.rawValue).joined(separator: ", "))")
         }
-        return try CredentialStore(connection: try connection(), keys: nil).remove(appID: appID, kind: kind)
+        return try CredentialStore(connection: try connection(), keys: nil).remove(appID: appID, kind: kind, actor: actor)
     }
 
     /// The app's sets without their secrets, ordered by kind.

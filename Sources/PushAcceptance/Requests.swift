@@ -245,6 +245,9 @@ public struct AppUpdateRequest: Sendable, Equatable {
     public var placeholderTitleLocKey: String?
     /// Field `placeholder_body_loc_key` (R-KIND-3); the empty string removes it.
     public var placeholderBodyLocKey: String?
+    /// Who asks, for the audit log when `require_encryption` changes (issue 15 part 5): the API
+    /// key's prefix, `oauth:` + a token's subject, `cli:` + a login.
+    public var actor: String = AuditStore.unnamedActor
 
     /// Makes a request.
     public init(name: String? = nil, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,

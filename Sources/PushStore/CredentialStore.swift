@@ -29,22 +29,38 @@ public final class CredentialStore {
     ///     one SMS provider set, which this replaces).
     /// - Throws: `VALIDATION_ERROR` (bad set, or no key configured),
     ///   `NOT_FOUND` (no such live app), `PGError`.
+    ///   `actor` is recorded in the audit log (`credentials.set`, the kind only) in the transaction.
     @discardableResult
-    public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> CredentialSummary {
+    public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8],
+                    actor: String = AuditStore.unnamedActor) throws -> CredentialSummary {
         let stored = try CredentialValidation.validate(kind: kind, config: config, secret: secret)
         let sealed = try SecretBox.seal(plaintext: secret, key: try requireKeys().current, aad: Self.aad(appID, kind))
-        let r = try connection.exec(kind.isSMS ? CredentialQueries.smsUpsert : CredentialQueries.upsert, [
-            .uuid(appID), .text(kind.rawValue), .text(try Self.json(stored)), .bytea(sealed),
-        ])
-        guard r.rowCount == 1 else { throw PushError(.notFound, "no push app \(appID.uuidString.lowercased())") }
-        return try Self.summary(r, 0)
+        return try connection.transaction { conn in
+            let r = try conn.exec(kind.isSMS ? CredentialQueries.smsUpsert : CredentialQueries.upsert, [
+                .uuid(appID), .text(kind.rawValue), .text(try Self.json(stored)), .bytea(sealed),
+            ])
+            guard r.rowCount == 1 else { throw PushError(.notFound, "no push app \(appID.uuidString.lowercased())") }
+            try AuditStore(connection: conn).record(accountID: nil, appID: appID, actor: actor, action: .credentialsSet,
+                                                    target: PrefixedID.format(.app, appID),
+                                                    details: JSONObject([.init("kind", .string(kind.rawValue))]))
+            return try Self.summary(r, 0)
+        }
     }
 
-    /// Removes a set; returns false when there was none.
+    /// Removes a set; returns false when there was none. A removal is recorded in the audit log
+    /// with `actor`, in its transaction.
     @discardableResult
-    public func remove(appID: UUID, kind: CredentialKind) throws -> Bool {
-        try connection.exec(kind.isSMS ? CredentialQueries.smsDelete : CredentialQueries.delete,
-                            [.uuid(appID), .text(kind.rawValue)]).affectedRowCount == 1
+    public func remove(appID: UUID, kind: CredentialKind, actor: String = AuditStore.unnamedActor) throws -> Bool {
+        try connection.transaction { conn in
+            let delete = kind.isSMS ? CredentialQueries.smsDelete : CredentialQueries.delete
+            guard try conn.exec(delete, [.uuid(appID), .text(kind.rawValue)]).affectedRowCount == 1 else {
+                return false
+            }
+            try AuditStore(connection: conn).record(accountID: nil, appID: appID, actor: actor, action: .credentialsRemoved,
+                                                    target: PrefixedID.format(.app, appID),
+                                                    details: JSONObject([.init("kind", .string(kind.rawValue))]))
+            return true
+        }
     }
 
     /// Re-seals every set under the current key (opening each with the current or previous key):

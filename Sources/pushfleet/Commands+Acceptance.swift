@@ -24,11 +24,13 @@ extension Commands {
                 placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account")))
         case "update":
             let id = try appID(args, position: 2)
-            app = try service().updateApp(id: id, AppUpdateRequest(
+            var update = AppUpdateRequest(
                 name: args.value("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key")))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"))
+            update.actor = AuditStore.cliActor()
+            app = try service().updateApp(id: id, update)
         case "show":
             app = try AppStore(connection: try connect()).appGet(id: try appID(args, position: 2))
         case "delete":

@@ -102,6 +102,7 @@ extension Commands {
             for key in CredentialValidation.overrideKeys[kind] ?? [] {
                 if let v = args.value(key.replacingOccurrences(of: "_", with: "-")) { request.config[key] = v }
             }
+            request.actor = AuditStore.cliActor()
             let summary = try service().setCredentials(appID: appID, request, keys: keys).summary
             out.emit(CredentialView(summary)) { "stored " + CredentialView(summary).line }
         case "show":
@@ -111,7 +112,7 @@ extension Commands {
         case "remove":
             let appID = try appID(args, position: 3)
             let kind = CredentialKind(rawValue: try args.required("kind"))
-            guard try service().removeCredentials(appID: appID, kind: kind) else {
+            guard try service().removeCredentials(appID: appID, kind: kind, actor: AuditStore.cliActor()) else {
                 throw PushError(.notFound, "no \(kind.rawValue) set for app \(PrefixedID.format(.app, appID))")
             }
             out.emit(KV(fields: ["removed": kind.rawValue])) { "removed the \(kind.rawValue) set" }

@@ -24,8 +24,9 @@ extension Commands {
         guard args.positional.count > 3, let appID = PrefixedID.parseLenient(args.positional[3], as: .app) else {
             throw CLIError.usage("give the app id (papp_... or a UUID)")
         }
-        let result = try service().setCredentials(appID: appID, CredentialRequest(kind: .webpush, config: ["subject": try args.required("subject")]),
-                                                  keys: try CredentialKeys.fromEnvironment())
+        var request = CredentialRequest(kind: .webpush, config: ["subject": try args.required("subject")])
+        request.actor = AuditStore.cliActor()
+        let result = try service().setCredentials(appID: appID, request, keys: try CredentialKeys.fromEnvironment())
         let summary = result.summary
         let publicKey = result.applicationServerKey ?? summary.identifiers["public_key"] ?? ""
         out.emit(KV(fields: ["app_id": PrefixedID.format(.app, appID), "application_server_key": publicKey,

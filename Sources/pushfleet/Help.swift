@@ -18,7 +18,10 @@ enum Help {
       webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
       api                            the HTTP API (/v1/push/...) until SIGTERM/SIGINT (graceful drain)
       accounts create                an account (owns apps and API keys)
-      api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, shown once
+      api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, optionally limited to apps; shown once
+      audit                          who created or revoked keys, changed credentials or require_encryption, when
+      usage                          deliveries charged net of refunds per app, mode and day (the ledger)
+      users erase                    erase one user of an app (devices deactivated, their content erased)
       keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
       envelope open                  open an envelope with a device private key (test tooling)
 
@@ -52,6 +55,10 @@ enum Help {
                    PUSHFLEET_API_IO_THREADS (2), PUSHFLEET_API_TRUSTED_PROXIES (addresses or IPv4 CIDRs), PUSHFLEET_LOG_LEVEL,
                    PUSHFLEET_CREDENTIALS_KEY (seals webhook endpoint secrets; without it creating or rotating one is 503),
                    PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (loopback endpoint URLs, local testing only)
+      OAuth access tokens (RFC 9068, RS256/ES256; all three or none): PUSHFLEET_OAUTH_ISSUER, PUSHFLEET_OAUTH_AUDIENCE,
+                   PUSHFLEET_OAUTH_JWKS_URL (https://... or a file), PUSHFLEET_OAUTH_JWKS_CA_FILE,
+                   PUSHFLEET_OAUTH_JWKS_REFRESH_SECONDS (3600), PUSHFLEET_OAUTH_LEEWAY_SECONDS (30),
+                   PUSHFLEET_OAUTH_RATE_LIMIT (100 per subject); claims pushfleet_account, pushfleet_mode
     """
 
     static let accounts = """
@@ -60,13 +67,15 @@ enum Help {
 
     static let apiKeys = """
     Usage: pushfleet api-keys create --account ACCOUNT --mode test|live --permissions push_devices:wd,push:rw,push_apps:rw
-                                     [--name N] [--rate-limit PER_SECOND] [--json]
+                                     [--name N] [--rate-limit PER_SECOND] [--apps papp_...,papp_...] [--json]
            pushfleet api-keys list --account ACCOUNT [--json]
            pushfleet api-keys revoke KEY_ID
       The key (mk_test_... / mk_live_...) is printed once (JSON field "key"); only its SHA-256 is stored.
       Permissions (R-API-2): push_devices w (register) d (remove); push r (read devices, notifications) w (send, cancel);
       push_apps r (read apps) w (create, change; changing require_encryption also needs a live key);
       webhooks r (read webhook endpoints) w (create, change, delete, rotate their secrets).
+      --apps limits the key to those apps of the account (at most 100): any other app, and its devices,
+      notifications and webhook endpoints, answer 404 like missing ones; such a key cannot create apps.
     """
 
     static let apps = """

@@ -67,7 +67,10 @@ do {
         "keys": ["private-key", "envelope"], "envelope": ["private-key", "envelope"],
         "api": ["addr", "management-addr"],
         "accounts": ["name"],
-        "api-keys": ["account", "mode", "permissions", "name", "rate-limit"],
+        "api-keys": ["account", "mode", "permissions", "name", "rate-limit", "apps"],
+        "audit": ["account", "app", "limit"],
+        "usage": ["account", "app", "mode", "from", "to"],
+        "users": ["app", "mode"],
     ]
     if let allowed = known[command] { try args.allowOnly(allowed) }
     switch command {
@@ -117,6 +120,15 @@ do {
     case "api-keys":
         if args.flag("help") || sub == nil { print(Help.apiKeys); break }
         try Commands.apiKeys(sub!, args, out)
+    case "audit":
+        if args.flag("help") { print(Commands.accessHelp); break }
+        try Commands.audit(args, out)
+    case "usage":
+        if args.flag("help") { print(Commands.accessHelp); break }
+        try Commands.usage(args, out)
+    case "users":
+        if args.flag("help") || sub == nil { print(Commands.accessHelp); break }
+        try Commands.users(sub!, args, out)
     case "keys", "envelope":
         if args.flag("help") || sub == nil { print(Help.keys); break }
         try Commands.tooling(command, sub!, args, out)

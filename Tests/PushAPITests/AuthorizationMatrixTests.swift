@@ -51,6 +51,9 @@ final class AuthorizationMatrixTests: APITestCase {
             (.listCredentials, "GET", "/v1/push/apps/\(appID)/credentials", nil),
             (.setCredentials, "PUT", "/v1/push/apps/\(appID)/credentials/webpush", #"{"subject":"mailto:ops@example.com"}"#),
             (.deleteCredentials, "DELETE", "/v1/push/apps/\(appID)/credentials/webpush", nil),
+            (.listAuditEvents, "GET", "/v1/push/audit?app_id=\(appID)", nil),
+            (.usage, "GET", "/v1/push/usage?app_id=\(appID)", nil),
+            (.eraseUser, "DELETE", "/v1/push/users/user_1042?app_id=\(appID)", nil),
         ]
     }
 
@@ -60,6 +63,7 @@ final class AuthorizationMatrixTests: APITestCase {
         case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
         case rotateWebhookSecret
         case listCredentials, setCredentials, deleteCredentials
+        case listAuditEvents, usage, eraseUser
     }
 
     /// The permission each route needs, and a key holding every other one.
@@ -70,6 +74,7 @@ final class AuthorizationMatrixTests: APITestCase {
         .createWebhookEndpoint: "webhooks:w", .updateWebhookEndpoint: "webhooks:w", .deleteWebhookEndpoint: "webhooks:w",
         .rotateWebhookSecret: "webhooks:w", .listWebhookEndpoints: "webhooks:r", .getWebhookEndpoint: "webhooks:r",
         .listCredentials: "push_apps:r", .setCredentials: "push_apps:w", .deleteCredentials: "push_apps:w",
+        .listAuditEvents: "push_apps:r", .usage: "push_apps:r", .eraseUser: "push_devices:d",
     ]
 
     /// The matrix names every route the server has.

@@ -85,6 +85,7 @@ final class RequestParsingTests: XCTestCase {
         for route in APIRoute.allCases {
             let (resource, access) = route.permission
             served["\(route.method) \(route.template)"] = "\(resource.rawValue):\(access.rawValue)"
+                + (route.alsoNeeds.map { ",\($0.resource.rawValue):\($0.access.rawValue)" } ?? "")
         }
         XCTAssertEqual(documented, served)
     }

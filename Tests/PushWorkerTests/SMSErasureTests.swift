@@ -71,6 +71,42 @@ final class SMSErasureTests: SMSTestCase {
         XCTAssertEqual(replay.notificationID, sent)
     }
 
+    /// Issue 15 part 6 over sql/0012: erasing the user (`push_erase_user`) clears the phone, the
+    /// text and test mode's request of their SMS that ended, at once, the outcome kept; one still
+    /// waiting keeps its own copy, is sent as given, and retention erases it once it ends.
+    func testEraseUserClearsTheirEndedSMSAndLeavesAWaitingOneToBeSent() throws {
+        let fake = try startTwilio(["--retry-after", "3600"])
+        try setTwilio(fake.baseURL)
+        let sent = try smsNotification(mode: .test, phone: "+33633333333", text: "code 3333")
+        let waiting = try smsNotification(mode: .live, phone: "+19990000429", text: "code 4444")   // deferred (429)
+        let d = try dispatcher()
+        XCTAssertEqual(try d.runOnce(smsConn), 2)
+        XCTAssertEqual(try sms(sent).status, "queued")
+        XCTAssertEqual(try sms(waiting).status, "pending")
+        XCTAssertNotNil(try stored(sent).sms[2], "test mode stored the request (the test would prove nothing)")
+
+        let service = AcceptanceService(connection: conn)
+        XCTAssertEqual(try service.eraseUser(appID: appID, mode: .test, userID: "carol").notificationsErased, 1)
+        XCTAssertEqual(try stored(sent).notification, [nil, nil])
+        XCTAssertEqual(try stored(sent).sms, [nil, nil, nil])
+        XCTAssertTrue(try stored(sent).erased)
+        XCTAssertEqual(try sms(sent).status, "queued", "the outcome stays")
+        XCTAssertEqual(try stored(waiting).sms[0], "+19990000429", "another mode's SMS is untouched")
+
+        XCTAssertEqual(try service.eraseUser(appID: appID, mode: .live, userID: "carol").notificationsErased, 1)
+        let w = try stored(waiting)
+        XCTAssertEqual(w.notification, [nil, nil])
+        XCTAssertEqual(Array(w.sms.prefix(2)), ["+19990000429", "code 4444"], "the waiting SMS keeps its copy")
+        XCTAssertFalse(w.erased)
+        try smsDueNow()
+        XCTAssertEqual(try d.runOnce(smsConn), 1)
+        XCTAssertEqual(try sms(waiting).status, "queued")
+        XCTAssertEqual(fake.log("message").last?["to"] as? String, "+19990000429")
+        XCTAssertEqual(try Maintainer(config: Maintainer.Config()).runOnce(connection: conn).smsErased, 1)
+        XCTAssertEqual(try stored(waiting).sms, [nil, nil, nil])
+        XCTAssertEqual(try service.eraseUser(appID: appID, mode: .live, userID: "carol").notificationsErased, 0, "idempotent")
+    }
+
     /// Retention prunes the outbox rows of SMS that ended (after the finished jobs' day); the
     /// outcome stays on the SMS, one still waiting keeps its row, and nothing is sent again.
     func testRetentionPrunesTheOutboxRowsOfEndedSMSAndKeepsTheirOutcome() throws {
