@@ -116,7 +116,8 @@ final class TwilioCredentialTests: XCTestCase {
         let file = NSTemporaryDirectory() + "twilio-token-\(UInt32.random(in: 0...UInt32.max))"
         try (Self.token + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let env = ["DATABASE_URL": database.conninfo, CredentialKeys.currentVariable: Base64URL.encode(keys.current)]
+        let env = ["DATABASE_URL": database.conninfo, CredentialKeys.currentVariable: Base64URL.encode(keys.current),
+                   "USER": "tester"]
         let app = appID.uuidString.lowercased()
         let set = try LiveWebPushCLI.run(LiveWebPushCLI.executable, [
             "apps", "credentials", "set", app, "--kind", "twilio", "--account-sid", Self.account,
@@ -137,5 +138,12 @@ final class TwilioCredentialTests: XCTestCase {
                                              environment: env)
         XCTAssertEqual(removed.status, 0, removed.output)
         XCTAssertTrue(try store.states(appID: appID).isEmpty)
+        // Issue 15 part 5: both changes audited with the operator's login, the refused set not at all.
+        let audit = try conn.exec("""
+            SELECT action || ' ' || (details->>'kind') || ' by ' || actor AS line FROM push_audit_events
+             WHERE app_id = $1::uuid ORDER BY created_at
+            """, [.uuid(appID)])
+        XCTAssertEqual(try audit.rows.map { try audit.string($0, "line") },
+                       ["credentials.set twilio by cli:tester", "credentials.removed twilio by cli:tester"])
     }
 }
