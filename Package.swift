@@ -21,7 +21,7 @@ let testTargets: [Target] = [
                 dependencies: ["PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushBenchTests", dependencies: ["PushBench", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
-                dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
+                dependencies: ["PushWorker", "PushAcceptance", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushAPITests",
                 dependencies: ["PushAPI", "PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
 ]
