@@ -69,6 +69,7 @@ extension APIRoutes {
             .init("object", .string("usage")), .init("app_id", .string(PrefixedID.format(.app, u.appID))),
             .init("mode", .string(u.mode)), .init("day", .string(u.day)), .init("charged", ResponseBodies.int(u.charged)),
             .init("refunded", ResponseBodies.int(u.refunded)), .init("net", ResponseBodies.int(u.net)),
+            .init("sms", ResponseBodies.int(u.sms)),
         ]))
     }
 
@@ -89,13 +90,31 @@ extension APIRoutes {
         // `/` cannot be named in a path: `pushfleet users erase` takes any.
         guard let user = raw else { throw APIError.validation("the user id is required", field: "user_id") }
         let erased = try accepted { try acceptance.eraseUser(appID: app, mode: principal.mode, userID: user) }
-        return ok(.object(JSONObject([
-            .init("object", .string("push_user_erasure")), .init("app_id", .string(PrefixedID.format(.app, app))),
-            .init("user_id", .string(user)), .init("mode", .string(principal.mode.rawValue)),
+        return ok(Self.userErasure(appID: app, userID: user, mode: principal.mode, erased))
+    }
+
+    static func userErasure(appID: UUID, userID: String, mode: Mode, _ erased: UserErasure) -> JSONValue {
+        .object(JSONObject([
+            .init("object", .string("push_user_erasure")), .init("app_id", .string(PrefixedID.format(.app, appID))),
+            .init("user_id", .string(userID)), .init("mode", .string(mode.rawValue)),
             .init("devices_deactivated", ResponseBodies.int(erased.devicesDeactivated)),
             .init("notifications_erased", ResponseBodies.int(erased.notificationsErased)),
             .init("notifications_unnamed", ResponseBodies.int(erased.notificationsUnnamed)),
             .init("payloads_erased", ResponseBodies.int(erased.payloadsErased)),
-        ])))
+        ]))
+    }
+}
+
+/// The API's JSON objects that `pushfleet audit`, `usage` and `users erase` print under `--json`
+/// too, so a script reads one shape from either (members in the API's order, times RFC 3339 UTC
+/// with milliseconds, counts as numbers).
+public enum APIBodies {
+    /// One audit event, as in `GET /v1/push/audit`'s `data`.
+    public static func auditEvent(_ e: AuditEvent) -> JSONValue { APIRoutes.auditEvent(e) }
+    /// One usage row, as in `GET /v1/push/usage`'s `data`.
+    public static func usageRow(_ u: UsageRow) -> JSONValue { APIRoutes.usageRow(u) }
+    /// The answer of `DELETE /v1/push/users/{user_id}`.
+    public static func userErasure(appID: UUID, userID: String, mode: Mode, _ erased: UserErasure) -> JSONValue {
+        APIRoutes.userErasure(appID: appID, userID: userID, mode: mode, erased)
     }
 }

@@ -28,6 +28,7 @@ func httpConnectionNotify(cls: UnsafeMutableRawPointer?, connection: OpaquePoint
 func httpURILog(cls: UnsafeMutableRawPointer?, uri: UnsafePointer<CChar>?, connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
     guard let core = core(cls), let connection else { return nil }
     let state = RequestState()
+    if let uri { state.target = Array(UnsafeRawBufferPointer(start: uri, count: strlen(uri))) }
     core.tracker.requestStarted(connection, state, now: state.start)
     return Unmanaged.passUnretained(state).toOpaque()
 }
@@ -82,6 +83,7 @@ func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?
         state.path = url.map { String(cString: $0) } ?? "/"
         readHeaders(connection, state)
         readQuery(connection, state)
+        if state.refusal == nil { state.refusal = HTTPFraming.check(target: state.target) }
         if state.headers.count > config.maxHeaderCount || state.headerBytes > config.maxHeaderBytes {
             return queue(core, connection, state, core.handler.serverError(
                 status: 431, code: "REQUEST_HEADER_FIELDS_TOO_LARGE",

@@ -10,10 +10,16 @@ import Foundation
 /// - Content-Length headers whose values differ (RFC 9112 §6.3: an unrecoverable framing error;
 ///   a proxy that picked the other value would see another request).
 /// - An HTTP/1.1 request without a Host header (RFC 9112 §3.2: MUST be refused with 400).
+/// - More than one Authorization header (a singleton field, RFC 9110 §5.3, §11.6.2): which
+///   credential applies would depend on which one a reader picks.
+/// - A path whose percent-decoding holds a NUL byte or is not UTF-8: libmicrohttpd decodes the
+///   path in place, so `/v1/push/users/a%00b` would be read as `/v1/push/users/a` (another user
+///   erased) and `%FF` as U+FFFD; the raw request target is checked instead (field `null`).
 enum HTTPFraming {
-    /// One refusal: the header it names (as sent, or its canonical name) and why.
+    /// One refusal: the header or query argument it names (as sent, or its canonical name; `nil`
+    /// for the path) and why.
     struct Refusal: Equatable {
-        var field: String
+        var field: String?
         var message: String
     }
 
@@ -48,9 +54,47 @@ enum HTTPFraming {
         if let first = lengths.first, lengths.contains(where: { $0 != first }) {
             return Refusal(field: "Content-Length", message: "the Content-Length headers differ (\(lengths.joined(separator: ", ")))")
         }
+        if headers.filter({ $0.name == "authorization" }).count > 1 {
+            return Refusal(field: "Authorization", message: "send one Authorization header, not several")
+        }
         if version == "HTTP/1.1", !headers.contains(where: { $0.name == "host" }) {
             return Refusal(field: "Host", message: "an HTTP/1.1 request must carry a Host header")
         }
         return nil
+    }
+
+    /// The refusal for the request target's path (the raw bytes of the request line, before
+    /// libmicrohttpd decodes them; the query is checked argument by argument), if any: a
+    /// percent-decoded NUL byte, or bytes that are not UTF-8 once decoded (RFC 3986 §2.1, §2.5).
+    static func check(target: [UInt8]) -> Refusal? {
+        let path = target.prefix { $0 != UInt8(ascii: "?") }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(path.count)
+        var i = path.startIndex
+        while i < path.endIndex {
+            let byte = path[i]
+            if byte == UInt8(ascii: "%"), i + 2 < path.endIndex,
+               let high = hexValue(path[i + 1]), let low = hexValue(path[i + 2]) {
+                decoded.append(high << 4 | low)
+                i += 3
+            } else {
+                decoded.append(byte)
+                i += 1
+            }
+        }
+        if decoded.contains(0) { return Refusal(field: nil, message: "the path contains a NUL byte (%00)") }
+        if String(validating: decoded, as: UTF8.self) == nil {
+            return Refusal(field: nil, message: "the path is not UTF-8 once percent-decoded")
+        }
+        return nil
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 }

@@ -204,6 +204,9 @@ final class RequestState: @unchecked Sendable {
     var started = false
     var method = ""
     var path = ""
+    /// The request target as the request line carried it (before libmicrohttpd decodes the
+    /// path in place), for `HTTPFraming.check(target:)`.
+    var target: [UInt8] = []
     var headers: [HTTPRequest.Header] = []
     var headerBytes = 0
     /// The first framing problem a header showed (`HTTPFraming`), answered 400 once all are in.

@@ -156,8 +156,9 @@ public struct WebhookEndpointBody: Sendable {
     }
 }
 
-/// RFC 3339 instants (with `Z` or a numeric offset, optional fractional seconds).
-enum RFC3339 {
+/// Reading RFC 3339 instants (with `Z` or a numeric offset, optional fractional seconds) for
+/// `send_at`; PushCore's `RFC3339` writes them.
+extension RFC3339 {
     static func parse(_ text: String) -> Date? {
         guard text.utf8.count <= 40 else { return nil }
         let f = ISO8601DateFormatter()

@@ -6,7 +6,7 @@ import PushWorker
 /// The API's JSON answers (snake_case as in the seeds, ids prefixed by R-API-4, times RFC 3339
 /// UTC with milliseconds). Members come in a fixed order. Pure.
 enum ResponseBodies {
-    static func time(_ date: Date?) -> JSONValue { date.map { .string(Log.timestamp($0)) } ?? .null }
+    static func time(_ date: Date?) -> JSONValue { date.map { .string(RFC3339.utcMilliseconds($0)) } ?? .null }
     static func text(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
     static func bool(_ b: Bool?) -> JSONValue { b.map(JSONValue.bool) ?? .null }
     static func int(_ n: Int) -> JSONValue { .number(String(n)) }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import PushCore
 
 /// One entry of the audit log (issue 15 part 5).
@@ -42,10 +43,25 @@ public struct AuditStore {
     /// Who acts when the caller names nobody (a library call outside the CLI and the API).
     public static let unnamedActor = "operator"
 
-    /// The CLI's actor: `cli:` and the login of the user running it (`USER`, `LOGNAME`).
-    public static func cliActor(_ env: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let login = env["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? env["LOGNAME"].flatMap { $0.isEmpty ? nil : $0 }
-        return "cli:" + String((login ?? "unknown").prefix(100))
+    /// The CLI's actor: `cli:` and the login of the user running it (`USER`, `LOGNAME`), else the
+    /// name of the process's effective uid (`passwdName`; a container, a Kubernetes Job or a
+    /// systemd unit sets neither variable), else `uid:N`.
+    public static func cliActor(_ env: [String: String] = ProcessInfo.processInfo.environment,
+                                passwdName: () -> String? = effectiveUserName) -> String {
+        let named: [String?] = [env["USER"], env["LOGNAME"], passwdName()]
+        let login: String = named.compactMap { $0 }.first { !$0.isEmpty } ?? "uid:\(geteuid())"
+        return "cli:" + String(login.prefix(100))
+    }
+
+    /// The passwd entry's name of the effective uid (`getpwuid_r`), nil when it has none.
+    public static func effectiveUserName() -> String? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(geteuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
+            return nil
+        }
+        return String(cString: name)
     }
 
     /// The session every call runs on.

@@ -65,6 +65,23 @@ public struct NotificationReport: Sendable, Codable {
         public var payload: String?
         /// Length of the stored payload in bytes.
         public var payloadBytes: Int?
+
+        /// Every member, absent ones as `null`, as the API writes its objects.
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(_deviceID, forKey: .deviceID)
+            try c.encode(status, forKey: .status)
+            try c.encode(errorCode, forKey: .errorCode)
+            try c.encode(errorDetail, forKey: .errorDetail)
+            try c.encode(encrypted, forKey: .encrypted)
+            try c.encode(provider, forKey: .provider)
+            try c.encode(providerMessageID, forKey: .providerMessageID)
+            try c.encode(_apnsID, forKey: .apnsID)
+            try c.encode(attempts, forKey: .attempts)
+            try c.encode(nextAttemptAt, forKey: .nextAttemptAt)
+            try c.encode(payload, forKey: .payload)
+            try c.encode(payloadBytes, forKey: .payloadBytes)
+        }
     }
     public struct LedgerRow: Sendable, Codable {
         @PrefixedUUID<DeviceIDKind> public var deviceID: UUID
@@ -86,6 +103,26 @@ public struct NotificationReport: Sendable, Codable {
     public var ledger: [LedgerRow]
     /// The SMS fallback's outcome (R-SMS-1), once the notification ended `sms_fallback`.
     public var sms: SMSReport?
+
+    /// Every member, absent ones as `null` (`"sms": null` as in the API's answer), for
+    /// `pushfleet notifications show --json`.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(_id, forKey: .id)
+        try c.encode(_appID, forKey: .appID)
+        try c.encode(mode, forKey: .mode)
+        try c.encode(status, forKey: .status)
+        try c.encode(encrypted, forKey: .encrypted)
+        try c.encode(deviceCount, forKey: .deviceCount)
+        try c.encode(errorCode, forKey: .errorCode)
+        try c.encode(sendAt, forKey: .sendAt)
+        try c.encode(acceptedAt, forKey: .acceptedAt)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode(finishedAt, forKey: .finishedAt)
+        try c.encode(deliveries, forKey: .deliveries)
+        try c.encode(ledger, forKey: .ledger)
+        try c.encode(sms, forKey: .sms)
+    }
 }
 
 /// A device the notification would target now (acceptance size check, R-SEND-7).

@@ -95,6 +95,25 @@ public struct SMSReport: Sendable, Codable, Equatable {
     public var finishedAt: Date?
     /// The phone and text were erased with the content.
     public var erased: Bool
+
+    /// Every member, absent ones as `null` (the API's `sms` object, `pushfleet notifications show --json`).
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(status, forKey: .status)
+        try c.encode(provider, forKey: .provider)
+        try c.encode(providerMessageID, forKey: .providerMessageID)
+        try c.encode(errorCode, forKey: .errorCode)
+        try c.encode(providerErrorCode, forKey: .providerErrorCode)
+        try c.encode(errorDetail, forKey: .errorDetail)
+        try c.encode(attempts, forKey: .attempts)
+        try c.encode(segments, forKey: .segments)
+        try c.encode(encoding, forKey: .encoding)
+        try c.encode(request, forKey: .request)
+        try c.encode(queuedAt, forKey: .queuedAt)
+        try c.encode(sentAt, forKey: .sentAt)
+        try c.encode(finishedAt, forKey: .finishedAt)
+        try c.encode(erased, forKey: .erased)
+    }
 }
 
 /// The SMS outbox of sql/0012 on one connection (not thread-safe): claims through the generic

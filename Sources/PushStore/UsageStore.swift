@@ -13,7 +13,10 @@ public struct UsageRow: Sendable, Equatable {
     public var charged: Int
     /// Refund rows of the ledger written that day.
     public var refunded: Int
-    /// `charged - refunded`: what the day bills.
+    /// SMS fallbacks taken that day (ledger rows of kind `sms`, R-SMS-1: one per SMS the provider
+    /// took or may have taken), billed apart from deliveries.
+    public var sms: Int = 0
+    /// `charged - refunded`: the deliveries the day bills (SMS apart, in `sms`).
     public var net: Int { charged - refunded }
 }
 
@@ -77,7 +80,7 @@ public struct UsageStore {
         ])
         let rows = try r.rows.map { i in
             UsageRow(appID: try r.uuid(i, "app_id"), mode: try r.string(i, "mode"), day: try r.string(i, "day"),
-                     charged: try r.int(i, "charged"), refunded: try r.int(i, "refunded"))
+                     charged: try r.int(i, "charged"), refunded: try r.int(i, "refunded"), sms: try r.int(i, "sms"))
         }
         return (Array(rows.prefix(Self.maxRows)), rows.count > Self.maxRows)
     }

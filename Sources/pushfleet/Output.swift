@@ -21,10 +21,23 @@ struct Output {
         }
     }
 
+    /// `value` (the API's JSON of the same object, `APIBodies`) under `--json`, else `text`.
+    func emit(api value: JSONValue, text: () -> String) {
+        if json {
+            FileHandle.standardOutput.write(Data(JSONWriter.bytes(value) + Array("\n".utf8)))
+        } else {
+            print(text())
+        }
+    }
+
+    /// Dates as the API writes them: RFC 3339 UTC with milliseconds (`RFC3339.utcMilliseconds`).
     static var encoder: JSONEncoder {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        e.dateEncodingStrategy = .iso8601
+        e.dateEncodingStrategy = .custom { date, encoder in
+            var c = encoder.singleValueContainer()
+            try c.encode(RFC3339.utcMilliseconds(date))
+        }
         e.keyEncodingStrategy = .convertToSnakeCase
         return e
     }

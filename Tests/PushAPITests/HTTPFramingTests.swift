@@ -1,11 +1,13 @@
 import Foundation
+@testable import PushAPI
 import XCTest
 import PushCore
 
 /// Framing the server refuses itself (`HTTPFraming`) with a JSON 400 `INVALID_REQUEST` naming the
 /// header, before any handler runs: NUL inside a header value (never cut there), a header name
 /// that is not a token (RFC 9112 §5.1), differing Content-Length values (RFC 9112 §6.3), an
-/// HTTP/1.1 request without Host (RFC 9112 §3.2). Nothing is written; the server keeps serving.
+/// HTTP/1.1 request without Host (RFC 9112 §3.2), several Authorization headers, a path holding a
+/// decoded NUL or bytes that are not UTF-8. Nothing is written; the server keeps serving.
 final class HTTPFramingTests: APITestCase {
     /// Sends `head` (request line and headers, without the blank line) and `body` raw.
     private func raw(_ head: [UInt8], body: [UInt8] = []) throws -> RawHTTP.Response {
@@ -14,7 +16,7 @@ final class HTTPFramingTests: APITestCase {
         return try c.readResponse()
     }
 
-    private func refused(_ label: String, field: String, _ send: () throws -> RawHTTP.Response) throws {
+    private func refused(_ label: String, field: String?, _ send: () throws -> RawHTTP.Response) throws {
         let before = try fingerprint()
         let r = try send()
         XCTAssertEqual(r.status, 400, "\(label): \(r.text)")
@@ -109,5 +111,38 @@ final class HTTPFramingTests: APITestCase {
         let unauthenticated = try RawHTTP(port: port)
         try unauthenticated.send(RawHTTP.requestBytes("HEAD", "/v1/push/apps/\(appID)"))
         XCTAssertEqual(try unauthenticated.readHead().status, 401, "HEAD needs the key GET needs")
+    }
+
+    /// libmicrohttpd decodes the path in place: `%00` used to cut it there, so erasing user
+    /// `a%00b` erased user `a`, and `%FF` named user U+FFFD. Both are refused; nothing is written.
+    func testAPathWithADecodedNULOrNotUTF8IsRefusedNotCut() throws {
+        try register(token: "nul_path_a", user: "a")
+        try register(token: "nul_path_fffd", user: "\u{FFFD}")
+        for path in ["/v1/push/users/a%00b?app_id=\(appID)", "/v1/push/users/a%00?app_id=\(appID)",
+                     "/v1/push/users/%FF?app_id=\(appID)", "/v1/push/users/%C3?app_id=\(appID)",
+                     "/v1/push/apps/\(appID)%00junk"] {
+            try refused(path, field: nil) { try call(path.hasPrefix("/v1/push/users") ? "DELETE" : "GET", path, key: testKey) }
+        }
+        XCTAssertEqual(try count("push_devices", "active AND user_id IN ('a', '\u{FFFD}')"), 2, "no user was erased")
+        // Escapes that decode to UTF-8 (and a lone or broken % left as it is) still name their user.
+        try register(token: "nul_path_e", user: "jos\u{E9}")
+        let e = try call("DELETE", "/v1/push/users/jos%C3%A9?app_id=\(appID)", key: testKey)
+        XCTAssertEqual(e.status, 200, e.text)
+        XCTAssertEqual(e.json["devices_deactivated"] as? Int, 1, e.text)
+        XCTAssertNil(HTTPFraming.check(target: Array("/v1/push/users/50%25?x=%00".utf8)), "the query is checked per argument")
+        XCTAssertNil(HTTPFraming.check(target: Array("/v1/push/users/a%0".utf8)))
+        XCTAssertNil(HTTPFraming.check(target: Array("/v1/push/users/a%zz".utf8)))
+        XCTAssertNotNil(HTTPFraming.check(target: Array("/v1/push/users/%e2%82".utf8)))
+    }
+
+    /// Authorization is a singleton field (RFC 9110 §5.3): with two, which key applies would be
+    /// the reader's choice (the last one was taken: a test key then a live one read as live).
+    func testSeveralAuthorizationHeadersAreRefused() throws {
+        try refused("two keys", field: "Authorization") {
+            try call("GET", "/v1/push/apps/\(appID)", key: nil, headers: [("Authorization", "Bearer \(testKey)"), ("Authorization", "Bearer \(liveKey)")])
+        }
+        try refused("the same key twice", field: "Authorization") {
+            try call("GET", "/v1/push/apps/\(appID)", key: nil, headers: [("Authorization", "Bearer \(testKey)"), ("Authorization", "Bearer \(testKey)")])
+        }
     }
 }

@@ -18,8 +18,9 @@ final class UsageAndErasureTests: PGWorkerTestCase {
 
     /// A mixed run: two apps, charges at acceptance, a DEVICE_GONE refund (a device deleted
     /// before the send time), a cancelled notification's refunds, ledger rows spread over three
-    /// days. The report equals the ledger's charges minus refunds per app, mode and day computed
-    /// directly in SQL, and the range and mode filters cut it as they say.
+    /// days, an SMS taken. The report equals the ledger's charges minus refunds, and its SMS rows,
+    /// per app, mode and day computed directly in SQL, and the range and mode filters cut it as
+    /// they say.
     func testUsageEqualsTheLedgersChargesMinusRefundsComputedInSQL() throws {
         let a = try createApp(name: "usage a"), b = try createApp(name: "usage b")
         let gone = try register(a, user: "u1")
@@ -34,6 +35,13 @@ final class UsageAndErasureTests: PGWorkerTestCase {
         try AcceptanceService(connection: conn).cancelNotification(id: later, appID: b, mode: .test)
         try drain(try makeWorker(), connection: workerConn)
         XCTAssertGreaterThan(try int("SELECT count(*)::int FROM push_ledger WHERE kind = 'refund'"), 0, "the run has refunds")
+        // An SMS fallback taken (R-SMS-1: one ledger row of kind sms on no device), as the SMS
+        // dispatcher records it: counted apart as `sms`, never in charged, refunded or net.
+        _ = try conn.exec("""
+            INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
+            SELECT id, '00000000-0000-0000-0000-000000000000', 'sms', app_id, mode, 'queued'
+              FROM push_notifications WHERE app_id = $1 ORDER BY accepted_at LIMIT 1
+            """, [.uuid(b)])
         // Spread the rows over days: some of a's yesterday, one of b's two days ago, one 40 days ago.
         _ = try conn.exec("""
             UPDATE push_ledger SET created_at = created_at - interval '1 day'
@@ -52,7 +60,8 @@ final class UsageAndErasureTests: PGWorkerTestCase {
             let r = try conn.exec("""
                 SELECT app_id::text || ' ' || mode || ' ' || (created_at AT TIME ZONE 'UTC')::date::text || ' '
                        || count(*) FILTER (WHERE kind = 'charge') || ' ' || count(*) FILTER (WHERE kind = 'refund') || ' '
-                       || (count(*) FILTER (WHERE kind = 'charge') - count(*) FILTER (WHERE kind = 'refund')) AS line
+                       || (count(*) FILTER (WHERE kind = 'charge') - count(*) FILTER (WHERE kind = 'refund')) || ' '
+                       || count(*) FILTER (WHERE kind = 'sms') AS line
                   FROM push_ledger
                  WHERE created_at >= (now() AT TIME ZONE 'UTC')::date - $1::int
                  GROUP BY app_id, mode, (created_at AT TIME ZONE 'UTC')::date ORDER BY 1
@@ -60,7 +69,7 @@ final class UsageAndErasureTests: PGWorkerTestCase {
             return try r.rows.map { try r.string($0, "line") }
         }
         func lines(_ rows: [UsageRow]) -> [String] {
-            rows.map { "\($0.appID.uuidString.lowercased()) \($0.mode) \($0.day) \($0.charged) \($0.refunded) \($0.net)" }.sorted()
+            rows.map { "\($0.appID.uuidString.lowercased()) \($0.mode) \($0.day) \($0.charged) \($0.refunded) \($0.net) \($0.sms)" }.sorted()
         }
         let store = UsageStore(connection: conn)
         let month = try store.report(accountID: account, appID: nil, mode: .test, range: try UsageRange.parse(from: nil, to: nil))
