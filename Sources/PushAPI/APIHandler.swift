@@ -156,7 +156,10 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         }
         for (resource, access) in [route.permission] + (route.alsoNeeds.map { [$0] } ?? []) {
             guard principal.permissions.allows(resource, access) else {
-                throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+                guard key == nil, let scope = AccessTokenRules.scope(granting: .init(resource, access)) else {
+                    throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+                }
+                throw APIError.forbidden("this token's scope lacks \(scope) (\(resource.rawValue):\(access.rawValue))")
             }
         }
         return principal

@@ -47,15 +47,18 @@ final class AccessTokenVerifier: @unchecked Sendable {
                          minRefreshSeconds: settings.minRefreshSeconds, now: settings.now, log: log)
     }
 
-    /// True when `credential` has the shape of a JWS (three base64url parts): an access token,
-    /// not an API key.
+    /// True when `credential` has the shape of a JWS (three parts): an access token, not an API
+    /// key, whatever its length (one over `maxTokenBytes` is refused as a token, saying so).
     static func looksLikeToken(_ credential: String) -> Bool {
-        credential.utf8.count <= maxTokenBytes && credential.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
+        credential.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
     }
 
     /// The principal of a valid token.
     /// - Throws: `AccessTokenRefusal` (every one a 401 for the caller).
     func principal(_ token: String) throws -> APIPrincipal {
+        guard token.utf8.count <= Self.maxTokenBytes else {
+            throw AccessTokenRefusal("malformed", "the access token is over \(Self.maxTokenBytes) bytes")
+        }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
               let claimBytes = Base64URL.decode(String(parts[1])), let signature = Base64URL.decode(String(parts[2])),

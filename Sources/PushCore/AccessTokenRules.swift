@@ -77,6 +77,11 @@ public enum AccessTokenRules {
         "push:webhooks": [.init(.webhooks, .read), .init(.webhooks, .write)],
     ]
 
+    /// The scope that grants `grant`, for a refusal's message (`push:send` for `push` w).
+    public static func scope(granting grant: APIPermissions.Grant) -> String? {
+        scopes.first { $0.value.contains(grant) }?.key
+    }
+
     /// The permissions of a space-separated `scope` value (RFC 8693 §4.2, RFC 9068 §2.2.3).
     public static func permissions(scope: String) -> APIPermissions {
         var grants = Set<APIPermissions.Grant>()

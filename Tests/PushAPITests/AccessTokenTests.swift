@@ -35,6 +35,8 @@ final class AccessTokenTests: AccessTokenTestCase {
         let refused = try call("PUT", "/v1/push/devices", key: send, json: deviceJSON(token: "oauth_other"))
         XCTAssertEqual(refused.status, 403, refused.text)
         XCTAssertEqual(refused.errorCode, "PERMISSION_DENIED")
+        XCTAssertEqual((refused.json["error"] as? [String: Any])?["message"] as? String,
+                       "this token's scope lacks push:devices (push_devices:w)", "names the scope, not a key")
         let sent = try call("POST", "/v1/push/notifications", key: send,
                             json: #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"hi"}"#)
         XCTAssertEqual(sent.status, 201, sent.text)
@@ -123,6 +125,16 @@ final class AccessTokenTests: AccessTokenTestCase {
         try expectRefused("\(parts[0]).\(parts[1]).\(Base64URL.encode(der))", "ES256 as DER")
         XCTAssertEqual(try call("PUT", "/v1/push/devices", key: good, json: deviceJSON(token: "ec_ok")).status, 200,
                        "the same token with its raw r||s signature is good")
+    }
+
+    /// A token over 8,192 bytes is refused as a token saying so (it was read as an API key:
+    /// "unknown or revoked API key", without the invalid_token challenge).
+    func testAnOversizedTokenIsRefusedAsATokenNamingItsLimit() throws {
+        let big = try token(scope: "push:devices", ["pad": String(repeating: "x", count: 9_000)])
+        XCTAssertGreaterThan(big.utf8.count, 8_192)
+        try expectRefused(big, "a 12 KB token")
+        let r = try call("GET", "/v1/push/apps", key: big)
+        XCTAssertEqual((r.json["error"] as? [String: Any])?["message"] as? String, "the access token is over 8192 bytes", r.text)
     }
 
     /// `pushfleet_apps` limits a token to those apps, as `--apps` does a key.
