@@ -95,7 +95,7 @@ struct APIRoutes {
                                                       placeholderBodyLocKey: b.placeholderBodyLocKey,
                                                       accountID: principal.accountID))
         }
-        return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(APIApp(app))))
+        return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(app)))
     }
 
     func listApps() throws -> HTTPResponse {
@@ -123,7 +123,7 @@ struct APIRoutes {
                                                                       placeholderTitleLocKey: b.placeholderTitleLocKey,
                                                                       placeholderBodyLocKey: b.placeholderBodyLocKey))
         }
-        return ok(ResponseBodies.app(APIApp(app)))
+        return ok(ResponseBodies.app(app))
     }
 
     // MARK: - Notifications
@@ -215,7 +215,7 @@ struct APIRoutes {
         return d
     }
 
-    func visibleApp(_ text: String?) throws -> APIApp {
+    func visibleApp(_ text: String?) throws -> PushApp {
         guard let text, let id = PrefixedID.parse(text, as: .app), let a = try reads.app(id: id) else {
             throw APIError.notFound("no such push app")
         }

@@ -59,9 +59,7 @@ public final class APIServer: @unchecked Sendable {
     /// Starts both servers and the readiness probe.
     /// - Throws: `APIConfigError` `API_START` when an address cannot be bound.
     public static func start(_ config: Config, log: Log = .shared) throws -> APIServer {
-        var poolConfig = PGPool.Config(conninfo: config.databaseURL, maxConnections: config.poolSize)
-        poolConfig.statementTimeoutMilliseconds = 5_000
-        let pool = PGPool(config: poolConfig)
+        let pool = PGPool(config: PGPool.Config(conninfo: config.databaseURL, maxConnections: config.poolSize))
         let metrics = APIMetrics()
         let handler = APIHandler(pool: pool, metrics: metrics, log: log)
         handler.trustedProxies = config.trustedProxies

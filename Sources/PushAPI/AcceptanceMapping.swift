@@ -23,12 +23,3 @@ enum AcceptanceMapping {
     /// A store's own refusal (`PushError`), as the acceptance service would give it.
     static func apiError(_ e: PushError) -> APIError { apiError(AcceptanceError(e)) }
 }
-
-extension APIApp {
-    /// The app as the acceptance service answered it.
-    init(_ a: PushApp) {
-        self.init(id: a.id, name: a.name, requireEncryption: a.requireEncryption, placeholderTitle: a.placeholderTitle,
-                  placeholderBody: a.placeholderBody, placeholderTitleLocKey: a.placeholderTitleLocKey,
-                  placeholderBodyLocKey: a.placeholderBodyLocKey, createdAt: a.createdAt)
-    }
-}

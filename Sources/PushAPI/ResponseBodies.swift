@@ -21,7 +21,7 @@ enum ResponseBodies {
         ]))
     }
 
-    static func app(_ a: APIApp) -> JSONValue {
+    static func app(_ a: PushApp) -> JSONValue {
         .object(JSONObject([
             .init("id", .string(PrefixedID.format(.app, a.id))), .init("object", .string("push_app")),
             .init("name", .string(a.name)), .init("require_encryption", .bool(a.requireEncryption)),

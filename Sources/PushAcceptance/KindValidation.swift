@@ -31,15 +31,15 @@ enum KindValidation {
             p.interruptionLevel = level
         }
         p.relevanceScore = try r.relevanceScore.map { try fraction($0, "relevance_score") }
-        try clearText(r.category, "category", max: Limits.maxCategoryBytes)
+        try text(r.category, "category", max: Limits.maxCategoryBytes, escaped: true)
         p.category = r.category
-        try clearText(r.targetContentID, "target_content_id", max: Limits.maxTargetContentIDBytes)
+        try text(r.targetContentID, "target_content_id", max: Limits.maxTargetContentIDBytes, escaped: true)
         p.targetContentId = r.targetContentID
         if let sound = r.criticalSound {
             guard let name = sound.name else {
                 throw AcceptanceError.invalid("critical_sound.name", "is required with critical_sound")
             }
-            try clearText(name, "critical_sound.name", max: Limits.maxCriticalSoundNameBytes)
+            try text(name, "critical_sound.name", max: Limits.maxCriticalSoundNameBytes, escaped: true)
             p.criticalSound = .init(name: name, volume: try sound.volume.map { try fraction($0, "critical_sound.volume") })
         }
         let clear = [r.sound, r.threadID, r.category, r.targetContentID, r.criticalSound?.name]
@@ -50,16 +50,11 @@ enum KindValidation {
             throw AcceptanceError.invalid(field, "sound (or critical_sound.name), thread_id, category and target_content_id together at most \(Limits.maxClearTextBytes) bytes (UTF-8, as escaped in the JSON payload)")
         }
         var loc = LocalizedText()
-        loc.titleLocKey = try locKey(r.titleLocKey, "title_loc_key")
+        loc.titleLocKey = try text(r.titleLocKey, "title_loc_key", max: Limits.maxLocKeyBytes, escaped: false)
         loc.titleLocArgs = try locArgs(r.titleLocArgs, "title_loc_args")
-        loc.bodyLocKey = try locKey(r.bodyLocKey, "body_loc_key")
+        loc.bodyLocKey = try text(r.bodyLocKey, "body_loc_key", max: Limits.maxLocKeyBytes, escaped: false)
         loc.bodyLocArgs = try locArgs(r.bodyLocArgs, "body_loc_args")
-        if let channel = r.channelID {
-            let n = channel.utf8.count
-            guard n >= 1, n <= Limits.maxChannelIDBytes, !channel.utf8.contains(0) else {
-                throw AcceptanceError.invalid("channel_id", "must be 1 to \(Limits.maxChannelIDBytes) bytes, without NUL")
-            }
-        }
+        try text(r.channelID, "channel_id", max: Limits.maxChannelIDBytes, escaped: false)
         return Kind(pushType: pushType, presentation: p, localization: loc)
     }
 
@@ -71,22 +66,17 @@ enum KindValidation {
         return f
     }
 
-    /// A text in clear in `aps`: 1 to `max` bytes as escaped in JSON, without NUL.
-    static func clearText(_ text: String?, _ field: String, max: Int) throws {
-        guard let text else { return }
-        let n = Limits.jsonTextBytes(text)
+    /// A text of 1 to `max` bytes without NUL, counted as escaped in JSON when `escaped` (a text in
+    /// clear in `aps`), else in UTF-8; nil passes. Returns `text`.
+    @discardableResult
+    static func text(_ text: String?, _ field: String, max: Int, escaped: Bool) throws -> String? {
+        guard let text else { return nil }
+        let n = escaped ? Limits.jsonTextBytes(text) : text.utf8.count
         guard n >= 1, n <= max, !text.utf8.contains(0) else {
-            throw AcceptanceError.invalid(field, "must be 1 to \(max) bytes (UTF-8, as escaped in the JSON payload), without NUL")
+            let unit = escaped ? " (UTF-8, as escaped in the JSON payload)" : ""
+            throw AcceptanceError.invalid(field, "must be 1 to \(max) bytes\(unit), without NUL")
         }
-    }
-
-    static func locKey(_ key: String?, _ field: String) throws -> String? {
-        guard let key else { return nil }
-        let n = key.utf8.count
-        guard n >= 1, n <= Limits.maxLocKeyBytes, !key.utf8.contains(0) else {
-            throw AcceptanceError.invalid(field, "must be 1 to \(Limits.maxLocKeyBytes) bytes, without NUL")
-        }
-        return key
+        return text
     }
 
     /// At most 16 strings of at most 1,024 bytes, without NUL; an empty array is no array.

@@ -85,6 +85,29 @@ public struct OutboundURL: Equatable, Sendable {
         return names.map { "\($0):\(port):\(list)" }
     }
 
+    /// The send-time address guard on what `host` resolved to: each of `addresses` must pass
+    /// `WebPushAddressPolicy.checkResolvedAddress`; then the CURLOPT_RESOLVE entries pinning
+    /// exactly them (`resolveEntries`). Callers handle an empty list themselves.
+    /// - Throws: `RefusedAddress` naming the first address refused and why.
+    public func pinnedEntries(_ addresses: [String], allowLoopback: Bool) throws(RefusedAddress) -> [String] {
+        for address in addresses {
+            do {
+                try WebPushAddressPolicy.checkResolvedAddress(address, allowLoopback: allowLoopback)
+            } catch {
+                throw RefusedAddress(address: address, error: error)
+            }
+        }
+        return resolveEntries(addresses)
+    }
+
+    /// A resolved address the send-time guard refused (`pinnedEntries`).
+    public struct RefusedAddress: Error {
+        /// The address as resolved.
+        public let address: String
+        /// Why: the `WebPushError` of `WebPushAddressPolicy.checkResolvedAddress`.
+        public let error: any Error
+    }
+
     /// True for `localhost`, `*.localhost` and loopback IP literals.
     static func isLoopbackHost(_ host: String) -> Bool {
         if host == "localhost" || host.hasSuffix(".localhost") || host == "localhost." { return true }

@@ -77,17 +77,20 @@ public struct FCMPayloadWriter: PayloadWriter {
     public var encryptsItself: Bool { false }
 
     public func prepare(_ n: PreparedNotification) -> any PreparedPayloads {
-        Prepared(sealed: n.sealedPlaintext, content: n.content, plaintext: FCMMessage.plaintext(token: "", content: n.content))
+        let plaintext = FCMMessage.plaintext(token: "", content: n.content)
+        return Prepared(sealed: n.sealedPlaintext, content: n.content, plaintext: plaintext, ruleSize: plaintext.ruleSize)
     }
 
     struct Prepared: PreparedPayloads {
         let sealed: [UInt8], content: NotificationContent, plaintext: FCMMessage
+        /// `plaintext.ruleSize` (R-SEND-7), the same for every device of the notification.
+        let ruleSize: Int
 
         func payload(token: String, kid: String?) -> (check: SizeCheck, body: PlannedDelivery.Body) {
             guard let kid else {
                 var message = plaintext
                 message.token = token
-                return (PayloadSizeRule.check(.plaintext, contentLength: plaintext.ruleSize), .plaintext(.fcm(message)))
+                return (PayloadSizeRule.check(.plaintext, contentLength: ruleSize), .plaintext(.fcm(message)))
             }
             let check = PayloadSizeRule.check(.fcmEncrypted(kid: kid), contentLength: sealed.count)
             let base = FCMMessage(token: token, data: [], priority: content.priority, collapseKey: content.collapseKey)

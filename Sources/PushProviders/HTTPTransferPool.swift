@@ -26,14 +26,12 @@ public final class HTTPTransferPool {
         public var tag: Int
         /// How it ended.
         public var outcome: HTTPOutcome
-        /// Seconds from `start` to its end.
-        public var seconds: Double
     }
 
     /// Limits in force.
     public let configuration: HTTPClientConfiguration
     private let multi: CurlMulti
-    private var active: [UnsafeMutableRawPointer: (tag: Int, easy: CurlEasy, started: UInt64)] = [:]
+    private var active: [UnsafeMutableRawPointer: (tag: Int, easy: CurlEasy)] = [:]
     private var refused: [Finished] = []
     /// Easy handles between transfers (reset and reused, like `HTTP2Client`'s).
     private var idle: [CurlEasy] = []
@@ -73,9 +71,9 @@ public final class HTTPTransferPool {
                 checkIn(easy)
                 throw error
             }
-            active[easy.key] = (tag, easy, Self.monotonicNanos())
+            active[easy.key] = (tag, easy)
         } catch {
-            refused.append(Finished(tag: tag, outcome: .notSent("\(error)"), seconds: 0))
+            refused.append(Finished(tag: tag, outcome: .notSent("\(error)")))
         }
     }
 
@@ -101,8 +99,7 @@ public final class HTTPTransferPool {
             let outcome = HTTP2Client.classify(finished.result, easy: entry.easy)
             multi.remove(entry.easy)
             checkIn(entry.easy)
-            done.append(Finished(tag: entry.tag, outcome: outcome,
-                                 seconds: Double(Self.monotonicNanos() - entry.started) / 1e9))
+            done.append(Finished(tag: entry.tag, outcome: outcome))
         }
     }
 
@@ -110,6 +107,4 @@ public final class HTTPTransferPool {
     private func checkIn(_ easy: CurlEasy) {
         if idle.count < max(1, configuration.maxTotalConnections) { idle.append(easy) }
     }
-
-    private static func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

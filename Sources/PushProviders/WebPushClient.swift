@@ -123,9 +123,9 @@ public final class WebPushClient: PushProvider, @unchecked Sendable {
     }
 
     private func prepare(_ request: ProviderRequest, lookups: inout [String: Result<[String], Error>]) -> Prepared {
-        let endpoint: WebPushEndpoint
+        let endpoint: OutboundURL
         do {
-            endpoint = try WebPushEndpoint(request.deviceToken, allowLoopback: configuration.allowLoopback)
+            endpoint = try OutboundURL(request.deviceToken, field: "endpoint", allowLoopback: configuration.allowLoopback)
         } catch {
             return .refused(Self.forbidden("endpoint: \(Self.message(of: error))"))
         }
@@ -138,14 +138,11 @@ public final class WebPushClient: PushProvider, @unchecked Sendable {
             case .failure(let error):
                 return .refused(Self.notSent("dns: \(error)"))
             case .success(let addresses):
-                for address in addresses {
-                    do {
-                        try WebPushAddressPolicy.checkResolvedAddress(address, allowLoopback: configuration.allowLoopback)
-                    } catch {
-                        return .refused(Self.forbidden("\(endpoint.host) resolves to \(address): \(Self.message(of: error))"))
-                    }
+                do {
+                    pinned = try endpoint.pinnedEntries(addresses, allowLoopback: configuration.allowLoopback)
+                } catch {
+                    return .refused(Self.forbidden("\(endpoint.host) resolves to \(error.address): \(Self.message(of: error.error))"))
                 }
-                pinned = endpoint.resolveEntries(addresses)
             }
         }
         var headers: [(String, String)] = [

@@ -38,17 +38,15 @@ public enum WebhookRequest {
         guard !addresses.isEmpty else {
             return .failure(WebhookFailure(code: WebhookFailure.notSent, detail: "\(target.host) has no address"))
         }
-        for address in addresses {
-            do {
-                try WebPushAddressPolicy.checkResolvedAddress(address, allowLoopback: allowLoopback)
-            } catch let e as WebPushError {
-                return .failure(WebhookFailure(code: WebhookFailure.endpointForbidden,
-                                               detail: "\(target.host) resolves to \(address): \(e.message)"))
-            } catch {
-                return .failure(WebhookFailure(code: WebhookFailure.endpointForbidden, detail: "\(error)"))
+        do {
+            return .success(try target.pinnedEntries(addresses, allowLoopback: allowLoopback))
+        } catch {
+            guard let e = error.error as? WebPushError else {
+                return .failure(WebhookFailure(code: WebhookFailure.endpointForbidden, detail: "\(error.error)"))
             }
+            return .failure(WebhookFailure(code: WebhookFailure.endpointForbidden,
+                                           detail: "\(target.host) resolves to \(error.address): \(e.message)"))
         }
-        return .success(target.resolveEntries(addresses))
     }
 
     /// The signed POST of `body` (Standard Webhooks headers: `webhook-id`, `webhook-timestamp` =

@@ -1,39 +1,6 @@
 import Foundation
 import PushCore
 
-/// A push app as the API shows it (R-APP-1).
-public struct APIApp: Sendable, Equatable {
-    /// The app id.
-    public var id: UUID
-    /// Its name.
-    public var name: String
-    /// R-APP-1, read at send time (R-APP-2).
-    public var requireEncryption: Bool
-    /// iOS placeholder title for encrypted pushes.
-    public var placeholderTitle: String
-    /// iOS placeholder body.
-    public var placeholderBody: String
-    /// The placeholder title's loc key (R-KIND-3), nil when none.
-    public var placeholderTitleLocKey: String?
-    /// The placeholder body's loc key (R-KIND-3), nil when none.
-    public var placeholderBodyLocKey: String?
-    /// When it was created.
-    public var createdAt: Date
-
-    /// Makes an app value.
-    public init(id: UUID, name: String, requireEncryption: Bool, placeholderTitle: String, placeholderBody: String,
-                placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil, createdAt: Date) {
-        self.id = id
-        self.name = name
-        self.requireEncryption = requireEncryption
-        self.placeholderTitle = placeholderTitle
-        self.placeholderBody = placeholderBody
-        self.placeholderTitleLocKey = placeholderTitleLocKey
-        self.placeholderBodyLocKey = placeholderBodyLocKey
-        self.createdAt = createdAt
-    }
-}
-
 /// One delivery of a notification, as the API shows it (R-SEND-8).
 public struct APIDelivery: Sendable, Equatable {
     /// The device.
@@ -124,15 +91,15 @@ public final class APIReadStore {
     }
 
     /// The app, when this account owns it.
-    public func app(id: UUID) throws -> APIApp? {
+    public func app(id: UUID) throws -> PushApp? {
         let r = try connection.exec(APIQueries.appGet, [.uuid(id), .uuid(accountID)])
-        return r.rowCount == 0 ? nil : try Self.app(r, 0)
+        return r.rowCount == 0 ? nil : try AppStore.decode(r, 0)
     }
 
     /// The account's apps, newest first, after the app `after` of the previous page.
-    public func apps(after: UUID?, limit: Int) throws -> APIPage<APIApp> {
+    public func apps(after: UUID?, limit: Int) throws -> APIPage<PushApp> {
         let r = try connection.exec(APIQueries.appList, [.uuid(accountID), after.map(PGValue.uuid), .int(limit + 1)])
-        let all = try r.rows.map { try Self.app(r, $0) }
+        let all = try r.rows.map { try AppStore.decode(r, $0) }
         return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
     }
 
@@ -179,13 +146,6 @@ public final class APIReadStore {
                   createdAt: try r.date(i, "created_at"), lastRegisteredAt: try r.date(i, "last_registered_at"))
     }
 
-    static func app(_ r: PGResult, _ i: Int) throws -> APIApp {
-        APIApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"), requireEncryption: try r.bool(i, "require_encryption"),
-               placeholderTitle: try r.string(i, "placeholder_title"), placeholderBody: try r.string(i, "placeholder_body"),
-               placeholderTitleLocKey: try r.decode(i, "placeholder_title_loc_key"),
-               placeholderBodyLocKey: try r.decode(i, "placeholder_body_loc_key"), createdAt: try r.date(i, "created_at"))
-    }
-
     static func notification(_ r: PGResult, _ i: Int) throws -> APINotification {
         APINotification(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), status: try r.string(i, "status"),
                         encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
@@ -222,10 +182,10 @@ public final class APIKeyedReads {
     }
 
     /// The key and the app, in one statement.
-    public func app(keyHash: [UInt8], id: UUID) throws -> KeyedRead<APIApp> {
+    public func app(keyHash: [UInt8], id: UUID) throws -> KeyedRead<PushApp> {
         let r = try connection.execPrepared(name: "pushfleet_api_keyed_app", sql: APIKeyedQueries.app,
                                             params: [.bytea(keyHash), .uuid(id)])
-        return KeyedRead(principal: try AccountStore.principal(r), object: try visible(r) ? APIReadStore.app(r, 0) : nil)
+        return KeyedRead(principal: try AccountStore.principal(r), object: try visible(r) ? AppStore.decode(r, 0) : nil)
     }
 
     /// The key and the notification with its deliveries, in one statement.

@@ -67,10 +67,15 @@ public final class AccountStore {
     /// Creates an account. - Throws: `PushError` `VALIDATION_ERROR` for a name that is not 1 to 200
     /// characters; `PGError` otherwise.
     public func createAccount(name: String) throws -> Account {
+        try Self.checkName(name)
+        return try Self.account(connection.exec(AccountQueries.accountCreate, [.text(name)]), 0)
+    }
+
+    /// An account's or a key's name: 1 to 200 characters, without NUL (else `VALIDATION_ERROR`).
+    private static func checkName(_ name: String) throws {
         guard !name.isEmpty, name.unicodeScalars.count <= 200, !name.unicodeScalars.contains("\u{0}") else {
             throw PushError(.validationError, "name: must be 1 to 200 characters, without NUL")
         }
-        return try Self.account(connection.exec(AccountQueries.accountCreate, [.text(name)]), 0)
     }
 
     /// The account, or nil.
@@ -88,9 +93,7 @@ public final class AccountStore {
         if let rate = rateLimitPerSecond, !(1...1_000_000).contains(rate) {
             throw PushError(.validationError, "rate_limit: must be 1 to 1000000 requests per second")
         }
-        if let name, name.isEmpty || name.unicodeScalars.count > 200 || name.unicodeScalars.contains("\u{0}") {
-            throw PushError(.validationError, "name: must be 1 to 200 characters, without NUL")
-        }
+        if let name { try Self.checkName(name) }
         guard !permissions.grants.isEmpty else { throw PushError(.validationError, "permissions: grant at least one") }
         var generator = SystemRandomNumberGenerator()
         let key = APIKeyFormat.generate(mode: mode, using: &generator)

@@ -40,7 +40,7 @@ public final class AppStore {
             try Self.decode(c.exec(RegistryQueries.appCreate, [
                 .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
                 placeholderBody.map(PGValue.text), accountID.map(PGValue.uuid),
-            ]))
+            ]), 0)
         }
         return try StoreErrors.mapped {
             guard placeholderTitleLocKey != nil || placeholderBodyLocKey != nil else { return try create(connection) }
@@ -49,7 +49,7 @@ public final class AppStore {
                 return try Self.decode(c.exec(RegistryQueries.appUpdate, [
                     .uuid(app.id), nil, nil, nil, nil, placeholderTitleLocKey.map(PGValue.text),
                     placeholderBodyLocKey.map(PGValue.text),
-                ]))
+                ]), 0)
             }
         }
     }
@@ -69,7 +69,7 @@ public final class AppStore {
                     .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
                     placeholderBody.map(PGValue.text), name.map(PGValue.text), placeholderTitleLocKey.map(PGValue.text),
                     placeholderBodyLocKey.map(PGValue.text),
-                ]))
+                ]), 0)
             }
         } catch let e as PushError where e.code == .notFound {
             return nil
@@ -79,7 +79,7 @@ public final class AppStore {
     /// The app, or nil.
     public func appGet(id: UUID) throws -> PushApp? {
         let r = try connection.exec(RegistryQueries.appGet, [.uuid(id)])
-        return r.rowCount == 0 ? nil : try Self.decode(r)
+        return r.rowCount == 0 ? nil : try Self.decode(r, 0)
     }
 
     /// Soft-deletes the app: its queued notifications end NO_DEVICES with DEVICE_GONE refunds.
@@ -88,17 +88,18 @@ public final class AppStore {
         try connection.exec(RegistryQueries.appDelete, [.uuid(id)]).affectedRowCount == 1
     }
 
-    /// The app of row 0; the loc keys only where the result has them (`push_app_create` has not: a
-    /// new app has none).
-    private static func decode(_ r: PGResult) throws -> PushApp {
+    /// The app of row `i`; the loc keys only where the result has them (`push_app_create` has not:
+    /// a new app has none). Reads the columns of `RegistryQueries.appUpdateColumns` (or
+    /// `appColumns`); `APIReadStore` decodes its app rows with it too.
+    static func decode(_ r: PGResult, _ i: Int) throws -> PushApp {
         let locKeys = (try? r.columnIndex(named: "placeholder_title_loc_key")) != nil
-        return PushApp(id: try r.uuid(0, "id"), name: try r.string(0, "name"),
-                requireEncryption: try r.bool(0, "require_encryption"),
-                placeholderTitle: try r.string(0, "placeholder_title"),
-                placeholderBody: try r.string(0, "placeholder_body"),
-                placeholderTitleLocKey: locKeys ? try r.decode(0, "placeholder_title_loc_key") : nil,
-                placeholderBodyLocKey: locKeys ? try r.decode(0, "placeholder_body_loc_key") : nil,
-                deleted: try r.bool(0, "deleted"),
-                createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
+        return PushApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"),
+                requireEncryption: try r.bool(i, "require_encryption"),
+                placeholderTitle: try r.string(i, "placeholder_title"),
+                placeholderBody: try r.string(i, "placeholder_body"),
+                placeholderTitleLocKey: locKeys ? try r.decode(i, "placeholder_title_loc_key") : nil,
+                placeholderBodyLocKey: locKeys ? try r.decode(i, "placeholder_body_loc_key") : nil,
+                deleted: try r.bool(i, "deleted"),
+                createdAt: try r.date(i, "created_at"), updatedAt: try r.date(i, "updated_at"))
     }
 }

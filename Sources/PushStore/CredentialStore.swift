@@ -92,10 +92,7 @@ public final class CredentialStore {
 
     private func open(_ box: [UInt8], summary s: CredentialSummary) throws -> [UInt8] {
         let keys = try requireKeys()
-        let aad = Self.aad(s.appID, s.kind)
-        for key in [keys.current] + (keys.previous.map { [$0] } ?? []) {
-            if let plain = try? SecretBox.open(box, key: key, aad: aad) { return plain }
-        }
+        if let plain = keys.open(box, aad: Self.aad(s.appID, s.kind)) { return plain }
         throw PushError(.credentialsInvalid, "the \(s.kind.rawValue) set of app \(s.appID.uuidString.lowercased()) opens with neither \(CredentialKeys.currentVariable) nor \(CredentialKeys.previousVariable)")
     }
 

@@ -92,6 +92,15 @@ public struct CredentialKeys: Sendable {
         self.previous = previous
     }
 
+    /// Opens `box` (`SecretBox`, bound to `aad`) with the current key, else the previous one; nil
+    /// when neither opens it.
+    public func open(_ box: [UInt8], aad: [UInt8]) -> [UInt8]? {
+        for key in [current] + (previous.map { [$0] } ?? []) {
+            if let plain = try? SecretBox.open(box, key: key, aad: aad) { return plain }
+        }
+        return nil
+    }
+
     /// Environment variable of the current key.
     public static let currentVariable = "PUSHFLEET_CREDENTIALS_KEY"
     /// Environment variable of the previous key (opens only).

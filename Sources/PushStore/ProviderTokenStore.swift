@@ -84,12 +84,7 @@ public final class ProviderTokenStore {
 
     /// The token in a box, nil when it opens with neither key (or is not UTF-8).
     private func open(_ box: [UInt8], key: String) -> String? {
-        for k in [keys.current] + (keys.previous.map { [$0] } ?? []) {
-            if let plain = try? SecretBox.open(box, key: k, aad: Self.aad(key)) {
-                return String(validating: plain, as: UTF8.self)
-            }
-        }
-        return nil
+        keys.open(box, aad: Self.aad(key)).flatMap { String(validating: $0, as: UTF8.self) }
     }
 
     /// Associated data binding a box to its row: `push_provider_tokens/<cache key>`.

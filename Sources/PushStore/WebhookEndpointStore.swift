@@ -189,9 +189,7 @@ public final class WebhookEndpointStore {
     /// Opens a sealed secret with the current or the previous operator key.
     /// - Throws: `CREDENTIALS_INVALID` when neither opens it.
     static func open(_ box: [UInt8], endpointID: UUID, keys: CredentialKeys) throws -> [UInt8] {
-        for key in [keys.current] + (keys.previous.map { [$0] } ?? []) {
-            if let plain = try? SecretBox.open(box, key: key, aad: aad(endpointID)) { return plain }
-        }
+        if let plain = keys.open(box, aad: aad(endpointID)) { return plain }
         throw PushError(.credentialsInvalid, "the secret of webhook endpoint \(endpointID.uuidString.lowercased()) opens with neither \(CredentialKeys.currentVariable) nor \(CredentialKeys.previousVariable)")
     }
 

@@ -45,13 +45,9 @@ public final class WebhookDispatcher: @unchecked Sendable {
     private var nextTag = 0
     /// Attempts under way, by tag: waiting for a lookup, or in the transfer pool.
     private var inflight: [Int: Attempt] = [:]
-    private var sending = 0
     private let lookups: LookupInbox
     private var waitingForLookup: [String: (tags: [Int], since: Date)] = [:]
     private var lookupCache: [String: (addresses: [String], until: Date)] = [:]
-    /// Each endpoint's URL as checked by `WebhookRequest.target` (a pure function of URL, mode and
-    /// settings; the addresses are checked per attempt).
-    private var targets: [UUID: (url: String, mode: Mode, result: Result<OutboundURL, WebhookFailure>)] = [:]
     private var pendingRecords: [WebhookAttemptRecord] = []
     private var pendingDisables: [(endpointID: UUID, reason: WebhookDisableReason)] = []
     /// Deliveries recorded by this dispatcher (tests read it).
@@ -182,15 +178,15 @@ public final class WebhookDispatcher: @unchecked Sendable {
                 }
             }
             drainLookups()
-            var ended = pool.poll(timeoutMillis: sending > 0 ? 20 : 0)
-            if !ended.isEmpty && sending > ended.count {
+            var ended = pool.poll(timeoutMillis: pool.inFlight > 0 ? 20 : 0)
+            if !ended.isEmpty && pool.inFlight > 0 {   // others still under way
                 // Let a few more end before recording: one statement per batch, not per attempt.
                 ended += pool.poll(timeoutMillis: 3)
             }
             for transfer in ended { finish(transfer) }
             if !ended.isEmpty { wake = true }      // endpoints have room again
             metrics.inflight.set(Double(inflight.count))
-            if !inflight.isEmpty && sending == 0 {
+            if !inflight.isEmpty && pool.inFlight == 0 {
                 lookups.wait(seconds: 0.02)        // only lookups under way
             } else if inflight.isEmpty && pendingRecords.isEmpty && !wake && !isStopping {
                 wake = idle(until: lastClaim.addingTimeInterval(config.pollInterval))
@@ -246,11 +242,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
                             seconds: 0)
         }
         let target: OutboundURL
-        let verdict = targets[d.endpointID].flatMap { $0.url == endpoint.url && $0.mode == endpoint.mode ? $0.result : nil }
-            ?? WebhookRequest.target(url: endpoint.url, mode: endpoint.mode, allowLoopback: config.allowLoopback)
-        if targets.count > 4096 { targets.removeAll() }
-        targets[d.endpointID] = (endpoint.url, endpoint.mode, verdict)
-        switch verdict {
+        switch WebhookRequest.target(url: endpoint.url, mode: endpoint.mode, allowLoopback: config.allowLoopback) {
         case .failure(let f): return conclude(d, type: type, .noAnswer(f), seconds: 0)
         case .success(let t): target = t
         }
@@ -310,7 +302,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
                                                      secrets: endpoint.secrets) else {
             return fail(tag, WebhookFailure(code: WebhookFailure.notSent, detail: "signing failed"))
         }
-        sending += 1
         pool.start(request, tag: tag)
     }
 
@@ -320,7 +311,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
     }
 
     private func finish(_ transfer: HTTPTransferPool.Finished) {
-        sending -= 1
         guard let a = inflight.removeValue(forKey: transfer.tag) else { return }
         let answer: WebhookAnswer
         var response: String?

@@ -63,17 +63,11 @@ public final class PGPool: @unchecked Sendable {
     ///   `DB_CONNECTION` when the server cannot be reached; whatever `body` throws.
     public func withConnection<T>(deadline: Date, _ body: (PGConnection) throws -> T) throws -> T {
         let connection = try checkout(deadline: deadline)
-        do {
-            let value = try body(connection)
-            checkin(connection, broken: !connection.isHealthy || connection.isInTransaction)
-            return value
-        } catch let error as PGError {
-            checkin(connection, broken: error.isConnectionLost || !connection.isHealthy || connection.isInTransaction)
-            throw error
-        } catch {
-            checkin(connection, broken: !connection.isHealthy || connection.isInTransaction)
-            throw error
-        }
+        let result = Result { try body(connection) }
+        var lost = false
+        if case .failure(let error as PGError) = result { lost = error.isConnectionLost }
+        checkin(connection, broken: lost || !connection.isHealthy || connection.isInTransaction)
+        return try result.get()
     }
 
     /// The counts now.

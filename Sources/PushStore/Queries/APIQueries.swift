@@ -27,32 +27,38 @@ enum APIQueries {
      ORDER BY d.created_at DESC, d.id DESC LIMIT $7::int
     """
 
+    /// The app's columns as `AppStore.decode` reads them (a `PushApp`), from `push_apps a`.
     static let appColumns = """
-    id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key, placeholder_body_loc_key, \
-    created_at
+    a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body, a.placeholder_title_loc_key, \
+    a.placeholder_body_loc_key, a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at
     """
 
     static let appGet = """
-    SELECT \(appColumns) FROM push_apps WHERE id = $1::uuid AND account_id = $2::uuid AND deleted_at IS NULL
+    SELECT \(appColumns) FROM push_apps a WHERE a.id = $1::uuid AND a.account_id = $2::uuid AND a.deleted_at IS NULL
     """
 
     /// `push_apps_account_idx`. `$1` account, `$2` cursor app, `$3` limit.
     static let appList = """
-    SELECT \(appColumns) FROM push_apps
-     WHERE account_id = $1::uuid AND deleted_at IS NULL
-       AND ($2::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM push_apps c WHERE c.id = $2::uuid))
-     ORDER BY created_at DESC, id DESC LIMIT $3::int
+    SELECT \(appColumns) FROM push_apps a
+     WHERE a.account_id = $1::uuid AND a.deleted_at IS NULL
+       AND ($2::uuid IS NULL OR (a.created_at, a.id) < (SELECT c.created_at, c.id FROM push_apps c WHERE c.id = $2::uuid))
+     ORDER BY a.created_at DESC, a.id DESC LIMIT $3::int
     """
 
     static let notificationColumns = """
     n.id, n.app_id, n.status, n.encrypted, n.device_count, n.error_code, n.send_at, n.accepted_at, n.finished_at
     """
 
+    /// A delivery's columns as `APIReadStore.notificationWithDeliveries` reads them, from `push_deliveries v`.
+    static let deliveryColumns = """
+    v.device_id, v.status AS delivery_status, v.encrypted AS delivery_encrypted, v.error_code AS delivery_error_code, \
+    v.attempts
+    """
+
     /// The notification and its deliveries in one round trip (primary keys; one row per delivery,
     /// or one row with NULL delivery columns).
     static let notificationGet = """
-    SELECT \(notificationColumns), v.device_id, v.status AS delivery_status, v.encrypted AS delivery_encrypted,
-           v.error_code AS delivery_error_code, v.attempts
+    SELECT \(notificationColumns), \(deliveryColumns)
       FROM push_notifications n JOIN push_apps a ON a.id = n.app_id
       LEFT JOIN push_deliveries v ON v.notification_id = n.id
      WHERE n.id = $1::uuid AND n.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
@@ -97,16 +103,14 @@ enum APIKeyedQueries {
     """
 
     static let app = """
-    SELECT \(keyColumns), a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
-           a.placeholder_title_loc_key, a.placeholder_body_loc_key, a.created_at
+    SELECT \(keyColumns), \(APIQueries.appColumns)
       FROM push_api_keys k
       LEFT JOIN push_apps a ON a.id = $2::uuid AND a.account_id = k.account_id AND a.deleted_at IS NULL
      WHERE k.key_hash = $1::bytea
     """
 
     static let notification = """
-    SELECT \(keyColumns), \(APIQueries.notificationColumns), v.device_id, v.status AS delivery_status,
-           v.encrypted AS delivery_encrypted, v.error_code AS delivery_error_code, v.attempts
+    SELECT \(keyColumns), \(APIQueries.notificationColumns), \(APIQueries.deliveryColumns)
       FROM push_api_keys k
       LEFT JOIN (push_notifications n JOIN push_apps a ON a.id = n.app_id AND a.deleted_at IS NULL)
              ON n.id = $2::uuid AND n.mode = k.mode AND a.account_id = k.account_id
