@@ -166,6 +166,34 @@ final class SetBasedRecordTests: PGTestCase {
         }
     }
 
+    /// The start's lease check (read by primary key since issue 17's second pass): a job running
+    /// under another lease token answers lease_lost and its notification stays pending, while the
+    /// held job beside it in the same call starts.
+    func testTheStartStartsOnlyTheJobsWhoseLeaseTokenHolds() throws {
+        _ = try device("aaaa")
+        var jobs: [Int64] = [], notifications: [UUID] = []
+        for _ in 0..<2 {
+            let n = try conn.exec("""
+                SELECT notification_id FROM push_enqueue($1, 'test', ARRAY['u1'], NULL, 'Hi', 'Body', NULL, NULL, NULL, NULL,
+                                                        NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                """, [.uuid(appID)]).uuid(0, "notification_id")
+            notifications.append(n)
+            jobs.append(try conn.exec("SELECT id FROM push_jobs WHERE notification_id = $1", [.uuid(n)]).int64(0, "id"))
+        }
+        let held = try lease(jobs[0])
+        _ = try lease(jobs[1])   // running, under a token this caller does not have
+        let r = try conn.exec("""
+            SELECT job_id, outcome, status FROM push_start_notifications($1::bigint[], $2::uuid[], 500, 'refund')
+            """, [.int64Array(jobs), .uuidArray([held, UUID()])])
+        XCTAssertEqual(try r.rows.map { try r.int64($0, "job_id") }, jobs)
+        XCTAssertEqual(try r.rows.map { try r.string($0, "outcome") }, ["started", "lease_lost"])
+        XCTAssertTrue(try r.isNull(1, "status"))
+        XCTAssertEqual(try notificationRow(notifications[0], conn).0, "sending")
+        XCTAssertEqual(try notificationRow(notifications[1], conn).0, "pending", "a lost lease writes nothing")
+        XCTAssertEqual(try conn.exec("SELECT kind FROM push_jobs WHERE id = $1", [.int64(jobs[1])]).string(0, "kind"),
+                       "notification")
+    }
+
     /// sql/0013 leaves room on the queue's pages for the start's heap-only updates (issue 17).
     func testTheQueueTablesLeaveRoomForHeapOnlyUpdates() throws {
         let r = try conn.exec("""
