@@ -166,18 +166,14 @@ BEGIN
     WITH input AS (
         SELECT x.id, x.token, x.ord FROM unnest(p_job_ids, p_lease_tokens) WITH ORDINALITY AS x(id, token, ord)
     ), seen AS (
-        -- Each job with its lease check, notification and app (primary keys). The job is read by
-        -- primary key (j.id = ANY) and its lease checked on the row read: as a condition of the
-        -- scan, `state = 'running'` had the planner read every running job (push_jobs_lease_idx)
-        -- once per job of the call.
-        SELECT i.id, i.ord, coalesce(j.lease_token = i.token AND j.state = 'running', false) AS held,
-               n.id AS notification_id, n.status AS n_status, n.app_id, n.mode,
+        -- Each job with its lease check, notification and app (primary keys).
+        SELECT i.id, i.ord, j.id IS NOT NULL AS held, n.id AS notification_id, n.status AS n_status, n.app_id, n.mode,
                n.user_ids, n.device_ids, j.priority, coalesce(a.require_encryption, false) AS require_encryption,
                a.deleted_at IS NOT NULL AS app_deleted,
                row_number() OVER (PARTITION BY n.id ORDER BY i.ord) AS nth
           FROM input i
-          LEFT JOIN push_jobs j ON j.id = i.id AND j.id = ANY (p_job_ids)
-          LEFT JOIN push_notifications n ON j.lease_token = i.token AND j.state = 'running' AND n.id = j.notification_id
+          LEFT JOIN push_jobs j ON j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
+          LEFT JOIN push_notifications n ON n.id = j.notification_id
           LEFT JOIN push_apps a ON a.id = n.app_id
     ), started AS (
         SELECT s.*, coalesce(t.targets, '{}') AS targets
@@ -279,11 +275,10 @@ BEGIN
                                                          coalesce(p_batch -> 'deliveries', '[]')) r);
     v_changes := ARRAY(SELECT c FROM json_populate_recordset(NULL::push_credential_change,
                                                              coalesce(p_batch -> 'credentials', '[]')) c);
-    -- The jobs list parsed once (json_to_recordset), not once per element and member.
-    SELECT coalesce(array_agg(x.job_id ORDER BY x.o), '{}'), coalesce(array_agg(x.lease_token ORDER BY x.o), '{}')
+    SELECT coalesce(array_agg((e ->> 'job_id')::bigint ORDER BY o), '{}'),
+           coalesce(array_agg((e ->> 'lease_token')::uuid ORDER BY o), '{}')
       INTO v_ids, v_tokens
-      FROM ROWS FROM (json_to_recordset(coalesce(p_batch -> 'jobs', '[]')) AS (job_id bigint, lease_token uuid))
-           WITH ORDINALITY AS x(job_id, lease_token, o);
+      FROM json_array_elements(coalesce(p_batch -> 'jobs', '[]')) WITH ORDINALITY AS x(e, o);
     PERFORM 1 FROM push_notifications n
      WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (v_ids))
      ORDER BY n.id FOR UPDATE;
@@ -301,22 +296,17 @@ BEGIN
                WHERE c.change = 'accepted' AND EXISTS (SELECT 1 FROM push_jobs j WHERE j.id = c.jid) ORDER BY c.n));
 
     -- The jobs that record: lease held, notification present (their rows are locked above); and
-    -- those whose lease holds but whose notification row is missing. The jobs are read by primary
-    -- key (j.id = ANY) and the lease checked on the rows read: with `state = 'running'` as a
-    -- condition of the scan, the planner read every running job (push_jobs_lease_idx) once per
-    -- job of the call (measured: 32,640 comparisons for a claim of 128 beside another worker's).
-    SELECT coalesce(array_agg(j.id) FILTER (WHERE j.held AND n.id IS NOT NULL), '{}'),
-           coalesce(array_agg(j.id) FILTER (WHERE j.held AND n.id IS NULL), '{}')
+    -- those whose lease holds but whose notification row is missing.
+    SELECT coalesce(array_agg(j.id) FILTER (WHERE n.id IS NOT NULL), '{}'),
+           coalesce(array_agg(j.id) FILTER (WHERE n.id IS NULL), '{}')
       INTO v_held, v_orphaned
-      FROM (SELECT j.id, j.notification_id, j.lease_token = x.token AND j.state = 'running' AS held
-              FROM push_jobs j JOIN unnest(v_ids, v_tokens) AS x(id, token) ON x.id = j.id
-             WHERE j.id = ANY (v_ids)) j
+      FROM unnest(v_ids, v_tokens) AS x(id, token)
+      JOIN push_jobs j ON j.id = x.id AND j.lease_token = x.token AND j.state = 'running'
       LEFT JOIN push_notifications n ON n.id = j.notification_id;
 
     -- One statement: every part reads the same records (r) and the same snapshot.
     WITH jobs AS (
-        SELECT j.id, j.priority, n.id AS notification_id, n.app_id, n.mode, n.remaining_batches,
-               n.finished_at IS NOT NULL AS finished
+        SELECT j.id, j.priority, n.id AS notification_id, n.app_id, n.mode, n.remaining_batches
           FROM push_jobs j JOIN push_notifications n ON n.id = j.notification_id
          WHERE j.id = ANY (v_held)
     ), r AS (
@@ -385,30 +375,23 @@ BEGIN
                                lease_expires_at = NULL, lease_owner = NULL
          WHERE j.id = ANY (v_held)
         RETURNING j.id
-    ), remaining AS (
-        -- A job without retries was its notification's batch; a retrying one hands it on. (The
-        -- rows are locked above: the count read here is the one an UPDATE would decrement.)
-        SELECT jb.notification_id AS id, greatest(min(jb.remaining_batches) - count(*), 0)::int AS remaining_batches,
-               bool_or(jb.finished) AS finished
-          FROM jobs jb WHERE NOT EXISTS (SELECT 1 FROM retrying t WHERE t.job_id = jb.id)
-         GROUP BY jb.notification_id
     ), counters AS (
-        -- The counter of a notification whose last batch this was is left to
-        -- push_finalize_notifications, which the caller runs next in this transaction for it and
-        -- which sets it to 0 with the final status: the row is written once, not twice.
-        UPDATE push_notifications n SET remaining_batches = m.remaining_batches
-          FROM remaining m
-         WHERE n.id = m.id AND (m.remaining_batches > 0 OR m.finished)
-        RETURNING 1
+        -- A job without retries was its notification's batch; a retrying one hands it on.
+        UPDATE push_notifications n SET remaining_batches = greatest(n.remaining_batches - k.done, 0)
+          FROM (SELECT jb.notification_id, count(*) AS done FROM jobs jb
+                 WHERE NOT EXISTS (SELECT 1 FROM retrying t WHERE t.job_id = jb.id)
+                 GROUP BY jb.notification_id) k
+         WHERE n.id = k.notification_id
+        RETURNING n.id, n.remaining_batches
     ), writes AS (
         SELECT (SELECT count(*) FROM delivered) + (SELECT count(*) FROM ledgered) + (SELECT count(*) FROM counted)
-             + (SELECT count(*) FROM successors) + (SELECT count(*) FROM completed) + (SELECT count(*) FROM counters) AS n
+             + (SELECT count(*) FROM successors) + (SELECT count(*) FROM completed) AS n
     )
     SELECT coalesce(array_agg(jb.id), '{}'), coalesce(array_agg(jb.notification_id), '{}'),
-           coalesce(array_agg(coalesce(m.remaining_batches, jb.remaining_batches)), '{}'),
+           coalesce(array_agg(coalesce(c.remaining_batches, jb.remaining_batches)), '{}'),
            coalesce(array_agg((SELECT count(*) FROM off o WHERE o.job_id = jb.id)::int), '{}')
       INTO v_res_ids, v_res_notifications, v_res_remaining, v_res_deactivated
-      FROM jobs jb LEFT JOIN remaining m ON m.id = jb.notification_id CROSS JOIN writes;
+      FROM jobs jb LEFT JOIN counters c ON c.id = jb.notification_id CROSS JOIN writes;
 
     IF cardinality(v_changes) > 0 THEN
         -- Credential sets (R-PRV-2/3, R-APP-3) of the jobs that record, each (app, kind) once.
@@ -480,19 +463,3 @@ CREATE OR REPLACE FUNCTION push_expires_at(p_accepted timestamptz, p_send_at tim
 LANGUAGE sql STABLE AS $$
     SELECT greatest(p_accepted, coalesce(p_send_at, p_accepted)) + make_interval(secs => p_ttl)
 $$;
-
--- MARK: - Room for HOT updates (issue 17)
-
--- A job row is written four times (enqueue, claim, start, record) and a notification row three
--- (enqueue, start, finalize) within seconds. The start's updates change no indexed column, so
--- PostgreSQL can make them heap-only (HOT: no new entry in any of push_jobs' five or
--- push_notifications' five indexes) when the new version fits on the row's page; at the default
--- fillfactor (100) the pages are full and almost none did (985 of 15,000 notification updates
--- and 400 of 15,000 job updates, measured over a 5,000-notification drain). Room for the
--- versions a row takes before its page is pruned: 30% fill for the queue's short-lived jobs,
--- 50% for notifications (measured: 92% and 96% of the start's updates HOT; 25.2 WAL records
--- per delivery instead of 33.4). The cost is table size: push_jobs about 3x and
--- push_notifications about 2x the pages. Takes effect for pages written from now on (no
--- rewrite); SHARE UPDATE EXCLUSIVE, so writers keep running.
-ALTER TABLE push_jobs SET (fillfactor = 30);
-ALTER TABLE push_notifications SET (fillfactor = 50);
