@@ -21,9 +21,11 @@ let testTargets: [Target] = [
                 dependencies: ["PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushBenchTests", dependencies: ["PushBench", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
     .testTarget(name: "PushWorkerTests",
-                dependencies: ["PushWorker", "PushStore", "PushProviders", "PushCore", "PushCrypto", "PushTestSupport"]),
+                dependencies: ["PushWorker", "PushAcceptance", "PushStore", "PushProviders", "PushCore", "PushCrypto",
+                                "PushTestSupport"]),
     .testTarget(name: "PushAPITests",
-                dependencies: ["PushAPI", "PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushTestSupport"]),
+                dependencies: ["PushAPI", "PushAcceptance", "PushStore", "PushCore", "PushCrypto", "PushProviders",
+                                "PushTestSupport"]),
 ]
 
 let package = Package(
@@ -56,7 +58,7 @@ let package = Package(
         .target(name: "PushBench", dependencies: ["PushCrypto", "PushCore", "PushProviders"]),
         // The HTTP API (issue 14): routing, JSON decoding, auth, limits and encoding, on libmicrohttpd.
         .target(name: "PushAPI", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushAcceptance", "PushWorker",
-                                                "CPushShims", "CMicroHTTPD"]),
+                                                "PushProviders", "CPushShims", "CMicroHTTPD"]),
         .executableTarget(name: "pushfleet", dependencies: ["PushCore", "PushCrypto", "PushStore", "PushProviders", "PushWorker",
                                                           "PushAcceptance", "PushBench", "PushAPI"]),
 

@@ -28,6 +28,9 @@ METRICS = {
     "pushfleet_db_errors_total": "counter",
     "pushfleet_credentials_invalid_total": "counter",
     "pushfleet_ready": "gauge",
+    "pushfleet_sms_total": "counter",
+    "pushfleet_sms_retries_total": "counter",
+    "pushfleet_sms_request_duration_seconds": "histogram",
     # The HTTP API (`pushfleet api`, issue 14), from each replica's management address.
     "pushfleet_api_requests_total": "counter",
     "pushfleet_api_request_duration_seconds": "histogram",
@@ -48,6 +51,12 @@ METRICS = {
     "pushfleet_webhook_endpoints_disabled_total": "counter",
     "pushfleet_webhook_endpoints_disabled": "gauge",
     "pushfleet_webhook_oldest_pending_age_seconds": "gauge",
+    # Provider pauses (issue 23, R-KIND-4).
+    "pushfleet_provider_paused": "gauge",
+    "pushfleet_provider_pauses_total": "counter",
+    "pushfleet_provider_resumes_total": "counter",
+    "pushfleet_provider_probes_total": "counter",
+    "pushfleet_deliveries_held_total": "counter",
 }
 API_PORT = 8080
 API_MANAGEMENT_PORT = 9465
@@ -61,13 +70,18 @@ REQUIRED_ALERT_METRICS = {  # each alert topic of the brief, by the metric it mu
     "poison jobs": "pushfleet_queue_jobs",
     "worker not ready": "pushfleet_ready",
     "database errors": "pushfleet_db_errors_total",
+    "SMS fallback outcome unknown": "pushfleet_sms_total",
     "api 5xx ratio": "pushfleet_api_requests_total",
     "api p99 latency": "pushfleet_api_request_duration_seconds",
     "api replica not ready": "pushfleet_api_ready",
     "webhook endpoints disabled": "pushfleet_webhook_endpoints_disabled_total",
+    "provider paused": "pushfleet_provider_paused",
 }
 DASHBOARD_METRICS = set(METRICS) - {"pushfleet_credentials_invalid_total", "pushfleet_db_errors_total",
-                                    "pushfleet_ready", "pushfleet_jobs_claimed_total", "pushfleet_api_db_errors_total"}
+                                    "pushfleet_ready", "pushfleet_jobs_claimed_total", "pushfleet_api_db_errors_total",
+                                    # SMS fallbacks: alerted on (PushfleetSMSOutcomeUnknown), no panel yet
+                                    "pushfleet_sms_total", "pushfleet_sms_retries_total",
+                                    "pushfleet_sms_request_duration_seconds"}
 
 
 class Problems:

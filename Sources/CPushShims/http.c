@@ -54,3 +54,10 @@ int cpush_http_client_address(struct MHD_Connection *connection, char *buf, size
                                                 : (const void *)&((const struct sockaddr_in *)sa)->sin_addr;
     return inet_ntop(sa->sa_family, src, buf, (socklen_t)len) == NULL ? -1 : 0;
 }
+
+int cpush_http_value_was_cut(const char *value, size_t value_size, const char *next_key) {
+    if (value == NULL) return 0;
+    const char *after = value + value_size + 1;
+    if (*after == '\0') return 0;
+    return after != next_key;
+}

@@ -90,6 +90,12 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
                  headers: [Header(name: "Retry-After", value: "1")])
     }
 
+    /// 503 for what only the operator can mend (a setting the server lacks): no `Retry-After`,
+    /// since retrying will not help until the server is configured and restarted.
+    public static func misconfigured(_ message: String) -> APIError {
+        APIError(status: 503, code: "SERVICE_UNAVAILABLE", message: message)
+    }
+
     /// 500: a bug (no input may cause one).
     public static func internalError() -> APIError {
         APIError(status: 500, code: "INTERNAL_ERROR", message: "an unexpected error; it was logged")

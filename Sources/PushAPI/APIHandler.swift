@@ -16,6 +16,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     public var trustedProxies = TrustedProxies()
     /// What the webhook endpoint routes need (the operator key that seals their secrets).
     public var webhooks = WebhookSettings(keys: nil, allowLoopback: false)
+    /// Verifies OAuth access tokens (issue 15 part 1); nil: the server takes API keys only.
+    var tokens: AccessTokenVerifier?
     let pool: PGPool
     let metrics: APIMetrics
     let limiter = RateLimiter()
@@ -38,19 +40,26 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         var route = "unmatched"
         var keyPrefix: String?
         do {
-            let (r, id): (APIRoute, String?)
+            let (r, id, kind): (APIRoute, String?, String?)
             switch APIRouter.match(method: request.method, path: request.path) {
             case .notFound: throw APIError.notFound("no such path")
             case .methodNotAllowed(let allowed): throw APIError.methodNotAllowed(allowed)
-            case .route(let matched, let raw): (r, id) = (matched, raw)
+            case .route(let matched, let raw, let rawKind): (r, id, kind) = (matched, raw, rawKind)
             }
             route = r.template
-            let key = try Self.credential(request)
+            let key: String
+            switch try Self.credential(request, tokens: tokens != nil) {
+            case .key(let k): key = k
+            case .token(let token):
+                guard let tokens else { throw APIError.unauthorized("unknown or revoked API key") }
+                return try answerToken(token, verifier: tokens, route: r, id: id, kind: kind, request: request,
+                                       keyPrefix: &keyPrefix)
+            }
             keyPrefix = APIKeyFormat.displayPrefix(key)
             let hash = try APIKeyFormat.hash(key)
             // The body is read before the database is (pure), so the app it names can be checked
             // in the same round trip as the key; its errors are answered after the key's.
-            let body = Result { try Self.body(r, request) }
+            let body = Result { try Self.body(r, request, kind: kind) }
             let appToCheck = Self.appNamed(r, body, request)
             return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
                 if let read = try keyedRead(r, id: id, key: key, hash: hash, conn: conn) {
@@ -59,10 +68,12 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
                     answer.keyPrefix = keyPrefix
                     return answer
                 }
-                let principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
+                var principal = try admit(try AccountStore(connection: conn).authenticate(keyHash: hash, appID: appToCheck),
                                           key: key, route: r, conn: conn)
+                principal.actor = APIKeyFormat.displayPrefix(key)
                 let routes = APIRoutes(connection: conn, principal: principal, request: request, webhooks: webhooks)
-                var answer = try routes.run(r, id: id, body: try body.get())
+                try routes.preflight(r, id: id)
+                var answer = try routes.run(r, id: id, kind: kind, body: try body.get())
                 answer.route = route
                 answer.keyPrefix = keyPrefix
                 return answer
@@ -79,8 +90,40 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         }
     }
 
-    public func serverError(status: Int, code: String, message: String, requestID: String) -> HTTPResponse {
-        respond(APIError(status: status, code: code, message: message), route: "unmatched", keyPrefix: nil)
+    /// A request whose credential is an OAuth access token: the token is verified without the
+    /// database (signature, then claims), then the app it names is checked in one statement, and
+    /// the request runs as a key's would. A refused token is 401 `UNAUTHORIZED` with
+    /// `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3.1).
+    func answerToken(_ token: String, verifier: AccessTokenVerifier, route r: APIRoute, id: String?, kind: String?,
+                     request: HTTPRequest, keyPrefix: inout String?) throws -> HTTPResponse {
+        var principal: APIPrincipal
+        do { principal = try verifier.principal(token) } catch let refusal as AccessTokenRefusal {
+            log.info("api.token_refused", ["route": r.template, "request_id": request.requestID, "reason": refusal.reason])
+            throw APIError(status: 401, code: "UNAUTHORIZED", message: refusal.message,
+                           headers: [.init(name: "WWW-Authenticate",
+                                           value: "Bearer realm=\"pushfleet\", error=\"invalid_token\"")])
+        }
+        keyPrefix = String(principal.actor.prefix(64))
+        let body = Result { try Self.body(r, request, kind: kind) }
+        let appToCheck = Self.appNamed(r, body, request)
+        let prefix = keyPrefix
+        return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
+            if let app = appToCheck {
+                principal.appOwned = try AccountStore(connection: conn).appOwned(appID: app, accountID: principal.accountID,
+                                                                                 appIDs: principal.appIDs)
+            }
+            try admit(principal, key: nil, route: r, conn: conn)
+            let routes = APIRoutes(connection: conn, principal: principal, request: request, webhooks: webhooks)
+            try routes.preflight(r, id: id)
+            var answer = try routes.run(r, id: id, kind: kind, body: try body.get())
+            answer.route = r.template
+            answer.keyPrefix = prefix
+            return answer
+        }
+    }
+
+    public func serverError(status: Int, code: String, message: String, field: String?, requestID: String) -> HTTPResponse {
+        respond(APIError(status: status, code: code, message: message, field: field), route: "unmatched", keyPrefix: nil)
     }
 
     /// The access log line and the request metrics (issue 14 part 8): method, route template,
@@ -94,10 +137,11 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
     /// The key's checks, in order: known, not revoked and of the mode its text says (401), within
-    /// its rate (429, R-API part 6), holding the route's permission (403, R-API-2).
+    /// its rate (429, R-API part 6), holding the route's permission (403, R-API-2). `key` is nil
+    /// for an access token (verified before, its mode is its claim's).
     @discardableResult
-    func admit(_ principal: APIPrincipal?, key: String, route: APIRoute, conn: PGConnection) throws -> APIPrincipal {
-        guard let principal, !principal.revoked, principal.mode == APIKeyFormat.mode(of: key) else {
+    func admit(_ principal: APIPrincipal?, key: String?, route: APIRoute, conn: PGConnection) throws -> APIPrincipal {
+        guard let principal, !principal.revoked, key.map({ principal.mode == APIKeyFormat.mode(of: $0) }) ?? true else {
             throw APIError.unauthorized("unknown or revoked API key")
         }
         if case .limited(let wait) = try limiter.admit(keyID: principal.keyID, rate: principal.rateLimitPerSecond,
@@ -110,9 +154,10 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             metrics.rateLimited.increment()
             throw APIError.rateLimited(retryAfterSeconds: wait)
         }
-        let (resource, access) = route.permission
-        guard principal.permissions.allows(resource, access) else {
-            throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+        for (resource, access) in [route.permission] + (route.alsoNeeds.map { [$0] } ?? []) {
+            guard principal.permissions.allows(resource, access) else {
+                throw APIError.forbidden("this key lacks \(resource.rawValue):\(access.rawValue)")
+            }
         }
         return principal
     }
@@ -150,8 +195,15 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
 
     // MARK: - Pieces
 
-    /// The key of `Authorization: Bearer mk_...`. - Throws: 401 when absent or malformed.
-    static func credential(_ request: HTTPRequest) throws -> String {
+    /// What a request presents: an API key, or an OAuth access token.
+    enum Credential {
+        case key(String)
+        case token(String)
+    }
+
+    /// The credential of `Authorization: Bearer mk_...` (a key), or of `Bearer` a JWS when the
+    /// server takes access tokens. - Throws: 401 when absent or malformed.
+    static func credential(_ request: HTTPRequest, tokens: Bool) throws -> Credential {
         guard let header = request.header("authorization") else {
             throw APIError.unauthorized("send Authorization: Bearer mk_test_... or mk_live_...")
         }
@@ -160,14 +212,15 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             throw APIError.unauthorized("the Authorization header must be Bearer followed by the key")
         }
         let key = parts[1].trimmingCharacters(in: .whitespaces)
+        if tokens, APIKeyFormat.mode(of: key) == nil, AccessTokenVerifier.looksLikeToken(key) { return .token(key) }
         guard APIKeyFormat.mode(of: key) != nil else { throw APIError.unauthorized("unknown or revoked API key") }
-        return key
+        return .key(key)
     }
 
     /// The route's typed body (nil for routes without one), after the content type check.
     /// A route without a body (cancel, rotate) takes none or `{}`: a member is refused like any
     /// unknown field, so a caller expecting it to mean something learns it does not.
-    static func body(_ route: APIRoute, _ request: HTTPRequest) throws -> RouteBody {
+    static func body(_ route: APIRoute, _ request: HTTPRequest, kind: String? = nil) throws -> RouteBody {
         let bodiless = !route.takesBody
         if bodiless && (!route.takesEmptyObject || request.body.isEmpty) { return .none }
         let type = request.header("content-type")?.lowercased() ?? ""
@@ -187,6 +240,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         case .sendNotification: return .notification(try NotificationBody.decode(request.body))
         case .createWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: true))
         case .updateWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: false))
+        case .setCredentials: return .credentials(try CredentialBody.decode(request.body, kind: try CredentialBody.kind(kind)))
         default: return .none
         }
     }
@@ -198,7 +252,8 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         case (.registerDevice, .success(.device(let b))): return PrefixedID.parse(b.appID, as: .app)
         case (.sendNotification, .success(.notification(let b))): return PrefixedID.parse(b.appID, as: .app)
         case (.createWebhookEndpoint, .success(.webhookEndpoint(let b))): return b.appID.flatMap { PrefixedID.parse($0, as: .app) }
-        case (.listDevices, _), (.listNotifications, _), (.listWebhookEndpoints, _):
+        case (.listDevices, _), (.listNotifications, _), (.listWebhookEndpoints, _), (.listAuditEvents, _), (.usage, _),
+             (.eraseUser, _):
             return request.query.last(where: { $0.name == "app_id" })?.value.flatMap { PrefixedID.parse($0, as: .app) }
         default: return nil
         }
@@ -233,4 +288,5 @@ enum RouteBody {
     case app(AppBody)
     case notification(NotificationBody)
     case webhookEndpoint(WebhookEndpointBody)
+    case credentials(CredentialBody)
 }

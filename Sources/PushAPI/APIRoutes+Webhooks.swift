@@ -2,9 +2,9 @@ import Foundation
 import PushCore
 import PushStore
 
-/// What the webhook endpoint routes need beyond a session: the operator key that seals endpoint
-/// secrets (`PUSHFLEET_CREDENTIALS_KEY`, as for the CLI and the worker; nil: creation and rotation
-/// answer 503), and whether loopback URLs are admitted (`PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1`,
+/// What the webhook endpoint and credential routes need beyond a session: the operator key that
+/// seals endpoint secrets and credential sets (`PUSHFLEET_CREDENTIALS_KEY`, as for the CLI and the
+/// worker; nil: creating or rotating an endpoint and setting a credential set answer 503), and whether loopback URLs are admitted (`PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1`,
 /// local testing only).
 public struct WebhookSettings: Sendable {
     /// The operator key, nil when the server has none.
@@ -38,10 +38,11 @@ extension APIRoutes {
         }
     }
 
-    /// Creation and rotation seal a new secret: without the operator key the server cannot.
+    /// Creation and rotation seal a new secret: without the operator key the server cannot (503
+    /// without `Retry-After`: a permanent misconfiguration until the operator sets the key).
     func requireSealingKey() throws {
         guard webhooks.keys != nil else {
-            throw APIError.unavailable("this server has no PUSHFLEET_CREDENTIALS_KEY to seal webhook secrets with")
+            throw APIError.misconfigured("this server has no PUSHFLEET_CREDENTIALS_KEY to seal webhook secrets with")
         }
     }
 
@@ -50,6 +51,12 @@ extension APIRoutes {
         guard let appText = b.appID else { throw APIError.validation("app_id is required", field: "app_id") }
         guard let url = b.url else { throw APIError.validation("url is required", field: "url") }
         let app = try ownedApp(appText, field: "app_id")
+        // The body's own rules first (the store checks them again): a bad URL is the caller's to
+        // fix, whatever this server's configuration.
+        try webhookCall {
+            try WebhookEndpointRules.validateURL(url, mode: principal.mode, allowLoopback: webhooks.allowLoopback)
+            _ = try WebhookEndpointRules.eventTypes(b.eventTypes)
+        }
         try requireSealingKey()
         let made = try webhookCall {
             try webhookStore().create(appID: app, mode: principal.mode, url: url, eventTypes: b.eventTypes)

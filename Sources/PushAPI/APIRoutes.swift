@@ -12,7 +12,9 @@ struct APIRoutes {
     let request: HTTPRequest
     let webhooks: WebhookSettings
 
-    var reads: APIReadStore { APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode) }
+    var reads: APIReadStore {
+        APIReadStore(connection: connection, accountID: principal.accountID, mode: principal.mode, appIDs: principal.appIDs)
+    }
     var acceptance: AcceptanceService { AcceptanceService(connection: connection) }
 
     /// Runs an acceptance call, its refusals as the API's errors (database failures pass through).
@@ -20,7 +22,7 @@ struct APIRoutes {
         do { return try body() } catch let e as AcceptanceError { throw AcceptanceMapping.apiError(e) }
     }
 
-    func run(_ route: APIRoute, id: String?, body: RouteBody) throws -> HTTPResponse {
+    func run(_ route: APIRoute, id: String?, kind: String? = nil, body: RouteBody) throws -> HTTPResponse {
         switch (route, body) {
         case (.registerDevice, .device(let b)): return try registerDevice(b)
         case (.listDevices, _): return try listDevices()
@@ -40,6 +42,12 @@ struct APIRoutes {
         case (.updateWebhookEndpoint, .webhookEndpoint(let b)): return try updateWebhookEndpoint(id, b)
         case (.deleteWebhookEndpoint, _): return try deleteWebhookEndpoint(id)
         case (.rotateWebhookSecret, _): return try rotateWebhookSecret(id)
+        case (.listCredentials, _): return try listCredentials(id)
+        case (.setCredentials, .credentials(let b)): return try setCredentials(id, b)
+        case (.deleteCredentials, _): return try deleteCredentials(id, kind: kind)
+        case (.listAuditEvents, _): return try listAuditEvents()
+        case (.usage, _): return try usage()
+        case (.eraseUser, _): return try eraseUser(id)
         default: throw APIError.internalError()
         }
     }
@@ -67,7 +75,10 @@ struct APIRoutes {
             throw APIError.validation("user_id must be 1 to \(DeviceRegistration.maxUserIDLength) characters", field: "user_id")
         }
         let after = try q.startingAfter.map { text -> UUID in
-            guard let id = PrefixedID.parse(text, as: .device), try reads.device(id: id) != nil else {
+            // The cursor must be a row of this list: of the key's account and mode (the read's
+            // scope) and of the app filtered on, else the same 404 as an unknown id.
+            guard let id = PrefixedID.parse(text, as: .device), let cursor = try reads.device(id: id),
+                  app == nil || cursor.appID == app else {
                 throw APIError.notFound("no such device for starting_after", field: "starting_after")
             }
             return id
@@ -87,7 +98,12 @@ struct APIRoutes {
 
     // MARK: - Apps
 
+    /// A key limited to some apps (issue 15 part 3) cannot create one: the new app would be outside
+    /// what it may see.
     func createApp(_ b: AppBody) throws -> HTTPResponse {
+        guard principal.appIDs == nil else {
+            throw APIError.forbidden("this key is limited to some apps and cannot create one; use a key of the whole account")
+        }
         let app = try accepted {
             try acceptance.createApp(AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
                                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
@@ -116,13 +132,12 @@ struct APIRoutes {
             throw APIError.forbidden("changing require_encryption needs a live key (it governs live traffic)",
                                      field: "require_encryption")
         }
-        let app = try accepted {
-            try acceptance.updateApp(id: current.id, AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
-                                                                      placeholderTitle: b.placeholderTitle,
-                                                                      placeholderBody: b.placeholderBody,
-                                                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
-                                                                      placeholderBodyLocKey: b.placeholderBodyLocKey))
-        }
+        var update = AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
+                                      placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
+                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
+                                      placeholderBodyLocKey: b.placeholderBodyLocKey)
+        update.actor = principal.actor
+        let app = try accepted { try acceptance.updateApp(id: current.id, update) }
         return ok(ResponseBodies.app(app))
     }
 
@@ -161,7 +176,8 @@ struct APIRoutes {
             throw APIError.validation("status must be one of \(Self.statuses.sorted().joined(separator: ", "))", field: "status")
         }
         let after = try q.startingAfter.map { text -> UUID in
-            guard let id = PrefixedID.parse(text, as: .notification), try reads.notificationApp(id: id) != nil else {
+            guard let id = PrefixedID.parse(text, as: .notification), let cursorApp = try reads.notificationApp(id: id),
+                  app == nil || cursorApp == app else {
                 throw APIError.notFound("no such notification for starting_after", field: "starting_after")
             }
             return id

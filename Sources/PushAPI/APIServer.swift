@@ -26,6 +26,8 @@ public final class APIServer: @unchecked Sendable {
         public var trustedProxies = TrustedProxies()
         /// The webhook endpoint routes' operator key and loopback switch.
         public var webhooks = WebhookSettings(keys: nil, allowLoopback: false)
+        /// OAuth access tokens (issue 15 part 1); nil: API keys only.
+        public var oauth: OAuthSettings?
 
         /// A configuration with the defaults.
         public init(databaseURL: String, address: ListenAddress, management: ListenAddress?) {
@@ -64,6 +66,13 @@ public final class APIServer: @unchecked Sendable {
         let handler = APIHandler(pool: pool, metrics: metrics, log: log)
         handler.trustedProxies = config.trustedProxies
         handler.webhooks = config.webhooks
+        if let oauth = config.oauth {
+            let verifier = AccessTokenVerifier(settings: oauth, log: log)
+            // The first fetch before the first request; a failure is logged and retried by the
+            // first token that needs a key (at most once a minute).
+            verifier.keys.refreshNowIfAllowed()
+            handler.tokens = verifier
+        }
         var http = config.http
         if case .eventLoop(let io, _) = http.threading { http.threading = .eventLoop(ioThreads: io, workers: config.poolSize) }
         let api = try HTTPServer.start(http, handler: handler)
@@ -91,7 +100,8 @@ public final class APIServer: @unchecked Sendable {
         log.info("api.start", ["addr": config.http.address.description, "port": Int(api.port),
                                "management_port": management.map { Int($0.port) } ?? 0, "pool_size": config.poolSize,
                                "threading": "\(http.threading)", "schema_required": requiredSchemaVersion,
-                               "webhook_secrets": config.webhooks.keys == nil ? "no PUSHFLEET_CREDENTIALS_KEY: create and rotate answer 503" : "sealed"])
+                               "webhook_secrets": config.webhooks.keys == nil ? "no PUSHFLEET_CREDENTIALS_KEY: create and rotate answer 503" : "sealed",
+                               "oauth": config.oauth.map { "issuer \($0.tokens.issuer), jwks \($0.jwks)" } ?? "off"])
         return server
     }
 
@@ -122,7 +132,13 @@ final class ReadinessProbe: @unchecked Sendable {
     let log: Log
     private let draining = AtomicFlag()
     private let stopped = AtomicFlag()
+    /// Signalled by `stop()` to cut the probe's one-second pause short.
+    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled once by the probe thread when it has left its loop and closed its session.
+    private let finished = DispatchSemaphore(value: 0)
     private var verdict = "starting"
+    private let lifecycle = NSLock()
+    private var running = false
 
     init(databaseURL: String, metrics: APIMetrics, log: Log) {
         self.databaseURL = databaseURL
@@ -131,6 +147,7 @@ final class ReadinessProbe: @unchecked Sendable {
     }
 
     func start() {
+        lifecycle.withLock { running = true }
         let t = Thread { [self] in
             var connection: PGConnection?
             while !stopped.current {
@@ -157,8 +174,10 @@ final class ReadinessProbe: @unchecked Sendable {
                     verdict = now
                     if now == "ready" { log.info("api.ready", [:]) } else { log.warn("api.not_ready", ["reason": now]) }
                 }
-                Thread.sleep(forTimeInterval: 1)
+                _ = wake.wait(timeout: .now() + 1)
             }
+            connection = nil
+            finished.signal()
         }
         t.name = "pushfleet.api.readiness"
         t.start()
@@ -169,7 +188,21 @@ final class ReadinessProbe: @unchecked Sendable {
         metrics.ready.set(0)
     }
 
-    func stop() { stopped.set(true) }
+    /// Ends the probe loop and waits (at most `seconds`: one probe's connect and statement
+    /// timeouts) until its thread has closed its session, so that the process's `exit` never runs
+    /// libpq's and OpenSSL's teardown under a probe still using them (which aborted the process at
+    /// SIGTERM now and then). Returns false when the thread did not finish in time.
+    @discardableResult
+    func stop(seconds: Double = 5) -> Bool {
+        let wasRunning = lifecycle.withLock { () -> Bool in
+            defer { running = false }
+            return running
+        }
+        stopped.set(true)
+        guard wasRunning else { return true }
+        wake.signal()
+        return finished.wait(timeout: .now() + seconds) == .success
+    }
 }
 
 /// The management address: `GET|HEAD /healthz` (200 while the process runs), `/readyz` (200 when
@@ -184,12 +217,7 @@ final class ManagementHandler: HTTPHandler, @unchecked Sendable {
         func text(_ status: Int, _ body: String, _ type: String = "text/plain") -> HTTPResponse {
             HTTPResponse(status: status, headers: [("Content-Type", type)], body: Array(body.utf8), route: request.path)
         }
-        let known = ["/healthz", "/readyz", "/metrics"]
-        guard known.contains(request.path) else { return HTTPResponse(status: 404, body: Array("not found\n".utf8)) }
-        guard request.method == "GET" || request.method == "HEAD" else {
-            return HTTPResponse(status: 405, headers: [("Allow", "GET, HEAD")], body: Array("method not allowed\n".utf8),
-                                route: request.path)
-        }
+        if let refused = refusal(method: request.method, path: request.path) { return refused }
         switch request.path {
         case "/healthz": return text(200, "ok\n")
         case "/readyz": return metrics.ready.current == 1 ? text(200, "ready\n") : text(503, "not ready\n")
@@ -197,7 +225,20 @@ final class ManagementHandler: HTTPHandler, @unchecked Sendable {
         }
     }
 
-    func serverError(status: Int, code: String, message: String, requestID: String) -> HTTPResponse {
+    /// 404 for a path other than the three, 405 for a method other than GET and HEAD, whatever
+    /// the body (the management address takes none).
+    func refusal(method: String, path: String) -> HTTPResponse? {
+        guard ["/healthz", "/readyz", "/metrics"].contains(path) else {
+            return HTTPResponse(status: 404, headers: [("Content-Type", "text/plain")], body: Array("not found\n".utf8))
+        }
+        guard method == "GET" || method == "HEAD" else {
+            return HTTPResponse(status: 405, headers: [("Allow", "GET, HEAD"), ("Content-Type", "text/plain")],
+                                body: Array("method not allowed\n".utf8), route: path)
+        }
+        return nil
+    }
+
+    func serverError(status: Int, code: String, message: String, field: String?, requestID: String) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "text/plain")], body: Array("\(code): \(message)\n".utf8))
     }
 

@@ -86,7 +86,14 @@ func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?
             return queue(core, connection, state, core.handler.serverError(
                 status: 431, code: "REQUEST_HEADER_FIELDS_TOO_LARGE",
                 message: "at most \(config.maxHeaderCount) headers and \(config.maxHeaderBytes) bytes of headers",
-                requestID: state.requestID))
+                field: nil, requestID: state.requestID))
+        }
+        if let refusal = state.refusal ?? HTTPFraming.check(headers: state.headers, version: version.map { String(cString: $0) } ?? "") {
+            return queue(core, connection, state, core.handler.serverError(
+                status: 400, code: "INVALID_REQUEST", message: refusal.message, field: refusal.field, requestID: state.requestID))
+        }
+        if let early = core.handler.refusal(method: state.method, path: state.path) {
+            return queue(core, connection, state, early)
         }
         if let length = state.headers.last(where: { $0.name == "content-length" }).flatMap({ Int($0.value) }),
            length > config.maxBodyBytes {
@@ -128,7 +135,7 @@ func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?
     }
     if !submitted {
         state.answer = core.handler.serverError(status: 503, code: "SERVICE_UNAVAILABLE",
-                                                message: "the server is at capacity; retry shortly", requestID: state.requestID)
+                                                message: "the server is at capacity; retry shortly", field: nil, requestID: state.requestID)
         core.suspended.add(-1)
         MHD_resume_connection(connection)
     }
@@ -137,7 +144,7 @@ func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?
 
 private func tooLarge(_ core: ServerCore, _ state: RequestState) -> HTTPResponse {
     core.handler.serverError(status: 413, code: "REQUEST_TOO_LARGE",
-                             message: "the body is over \(core.config.maxBodyBytes) bytes", requestID: state.requestID)
+                             message: "the body is over \(core.config.maxBodyBytes) bytes", field: nil, requestID: state.requestID)
 }
 
 private func queue(_ core: ServerCore, _ connection: OpaquePointer, _ state: RequestState, _ answer: HTTPResponse) -> MHD_Result {
@@ -157,39 +164,58 @@ private func queue(_ core: ServerCore, _ connection: OpaquePointer, _ state: Req
     return MHD_queue_response(connection, UInt32(answer.status), response)
 }
 
-/// Collects headers (names lower-cased), counting them and their bytes.
+/// Collects headers (names lower-cased), counting them and their bytes. libmicrohttpd gives each
+/// value cut at its first NUL, so a value the client sent with a NUL inside is found from the
+/// bytes libmicrohttpd left in place (`cpush_http_value_was_cut`) and refused (`HTTPFraming`),
+/// never read as its prefix: `zz\0first` and `zz\0second` are not the key `zz`.
 private func readHeaders(_ connection: OpaquePointer, _ state: RequestState) {
-    let box = Unmanaged.passUnretained(state).toOpaque()
-    _ = MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+    final class Raw { var fields: [(key: UnsafePointer<CChar>, keySize: Int, value: UnsafePointer<CChar>?, valueSize: Int)] = [] }
+    let raw = Raw()
+    let box = Unmanaged.passUnretained(raw).toOpaque()
+    _ = MHD_get_connection_values_n(connection, .HEADER_KIND, { cls, _, key, keySize, value, valueSize in
         guard let cls, let key else { return .YES }
-        let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
-        let name = String(cString: key)
-        let (text, valid) = value.map(decodeUTF8) ?? ("", true)
-        state.headerBytes += name.utf8.count + text.utf8.count
-        state.headers.append(HTTPRequest.Header(name, text, validUTF8: valid))
+        Unmanaged<Raw>.fromOpaque(cls).takeUnretainedValue().fields.append((key, keySize, value, valueSize))
         return .YES
     }, box)
+    for (i, f) in raw.fields.enumerated() {
+        let name = f.key.withMemoryRebound(to: UInt8.self, capacity: f.keySize) { UnsafeBufferPointer(start: $0, count: f.keySize) }
+        let bytes = f.value.map { v in v.withMemoryRebound(to: UInt8.self, capacity: f.valueSize) { UnsafeBufferPointer(start: $0, count: f.valueSize) } }
+            ?? UnsafeBufferPointer(start: nil, count: 0)
+        if state.refusal == nil { state.refusal = HTTPFraming.check(name: name, value: bytes) }
+        if state.refusal == nil, cpush_http_value_was_cut(f.value, f.valueSize, i + 1 < raw.fields.count ? raw.fields[i + 1].key : nil) != 0 {
+            state.refusal = HTTPFraming.nulRefusal(String(decoding: name, as: UTF8.self))
+        }
+        let valid = String(validating: bytes, as: UTF8.self)
+        state.headerBytes += f.keySize + f.valueSize
+        state.headers.append(HTTPRequest.Header(String(decoding: name, as: UTF8.self), valid ?? String(decoding: bytes, as: UTF8.self),
+                                                validUTF8: valid != nil))
+    }
 }
 
 /// Collects query arguments in order (at most 64; more are ignored and the API refuses the
-/// request, as each route knows its arguments).
+/// request, as each route knows its arguments). Read with their lengths: a decoded NUL (`%00`)
+/// is refused (`HTTPFraming`) rather than ending the value there.
 private func readQuery(_ connection: OpaquePointer, _ state: RequestState) {
     let box = Unmanaged.passUnretained(state).toOpaque()
-    _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { cls, _, key, value in
+    _ = MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, { cls, _, key, keySize, value, valueSize in
         guard let cls, let key else { return .YES }
         let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
         guard state.query.count < 64 else { return .NO }
-        let (name, nameValid) = decodeUTF8(key)
-        let decoded = value.map(decodeUTF8)
+        let (name, nameValid) = decodeUTF8(key, keySize)
+        let decoded = value.map { decodeUTF8($0, valueSize) }
+        if state.refusal == nil, name.utf8.contains(0) || decoded?.0.utf8.contains(0) == true {
+            state.refusal = HTTPFraming.Refusal(field: name, message: "the query argument \(name) contains a NUL byte")
+        }
         state.query.append(HTTPRequest.QueryItem(name, decoded?.0, validUTF8: nameValid && decoded?.1 ?? true))
         return .YES
     }, box)
 }
 
-/// A C string as text, and whether its bytes were UTF-8 (else U+FFFD stands where they were not).
-private func decodeUTF8(_ c: UnsafePointer<CChar>) -> (String, Bool) {
-    if let s = String(validatingCString: c) { return (s, true) }
-    return (String(cString: c), false)
+/// `count` bytes at `c` as text, and whether they were UTF-8 (else U+FFFD stands where they were not).
+private func decodeUTF8(_ c: UnsafePointer<CChar>, _ count: Int) -> (String, Bool) {
+    let bytes = c.withMemoryRebound(to: UInt8.self, capacity: count) { UnsafeBufferPointer(start: $0, count: count) }
+    if let s = String(validating: bytes, as: UTF8.self) { return (s, true) }
+    return (String(decoding: bytes, as: UTF8.self), false)
 }
 
 private func peerAddress(_ connection: OpaquePointer) -> String {

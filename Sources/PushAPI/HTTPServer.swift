@@ -206,6 +206,8 @@ final class RequestState: @unchecked Sendable {
     var path = ""
     var headers: [HTTPRequest.Header] = []
     var headerBytes = 0
+    /// The first framing problem a header showed (`HTTPFraming`), answered 400 once all are in.
+    var refusal: HTTPFraming.Refusal?
     var query: [HTTPRequest.QueryItem] = []
     var body: [UInt8] = []
     var bodyTooLarge = false

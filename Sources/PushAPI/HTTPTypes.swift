@@ -136,9 +136,19 @@ public struct HTTPExchange: Sendable {
 public protocol HTTPHandler: AnyObject, Sendable {
     /// Answers one complete request. Runs on a worker thread; may block (database calls).
     func handle(_ request: HTTPRequest) -> HTTPResponse
-    /// A response the server makes itself before the handler is called (`status` 413, 431 or
-    /// 503), with a stable `code` and a human `message`.
-    func serverError(status: Int, code: String, message: String, requestID: String) -> HTTPResponse
+    /// A response the server makes itself before the handler is called (`status` 400 for a
+    /// framing error naming the header in `field`, 413, 431 or 503), with a stable `code` and a
+    /// human `message`.
+    func serverError(status: Int, code: String, message: String, field: String?, requestID: String) -> HTTPResponse
     /// Called once per request when it is over.
     func completed(_ exchange: HTTPExchange)
+    /// An answer decided by the request line alone (a path or method the handler never serves),
+    /// given as soon as the headers are in, before the body's size is judged: `POST /metrics`
+    /// with a body is 405, not 413. Nil (the default) lets the request go on.
+    func refusal(method: String, path: String) -> HTTPResponse?
+}
+
+extension HTTPHandler {
+    /// No early answer: every request reaches `handle`.
+    public func refusal(method: String, path: String) -> HTTPResponse? { nil }
 }

@@ -103,13 +103,14 @@ struct JSONFields {
         }
     }
 
-    /// A number (any JSON number form), nil when absent or `null`; one beyond a double's range is
-    /// out of range (422). Its rules (0 to 1, decimals) are the acceptance service's.
+    /// A number (any JSON number form), nil when absent or `null`; one beyond a double's range,
+    /// above (`1e400`) or below (`1e-400`, which would read as 0), is out of range (422:
+    /// `JSONValue.double(fromNumberText:)`). Its rules (0 to 1, decimals) are the acceptance service's.
     mutating func double(_ key: String) throws -> Double? {
         switch take(key) {
         case nil, .null?: return nil
         case .number(let text)?:
-            guard let d = Double(text), d.isFinite else { throw APIError.validation("\(name(key)) is out of range", field: name(key)) }
+            guard let d = JSONValue.double(fromNumberText: text) else { throw APIError.validation("\(name(key)) is out of range", field: name(key)) }
             return d
         default: throw wrongType(key, "a number")
         }

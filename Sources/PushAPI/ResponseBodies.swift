@@ -38,6 +38,7 @@ enum ResponseBodies {
             .init("encrypted", bool(n.encrypted)), .init("device_count", int(n.deviceCount)),
             .init("error_code", text(n.errorCode)), .init("send_at", time(n.sendAt)),
             .init("created_at", time(n.acceptedAt)), .init("finished_at", time(n.finishedAt)),
+            .init("sms", n.sms.map(sms) ?? .null),
         ]
         if let deliveries = n.deliveries {
             members.append(.init("deliveries", .array(deliveries.map { d in
@@ -49,6 +50,21 @@ enum ResponseBodies {
             })))
         }
         return .object(JSONObject(members))
+    }
+
+    /// A notification's SMS fallback (R-SMS-1): what `notifications show` prints, never the phone.
+    /// `status` is `pending`, `sending`, `queued` (the provider took it), `failed` or `unknown`;
+    /// `request` is test mode's form body (until erased).
+    static func sms(_ s: SMSReport) -> JSONValue {
+        .object(JSONObject([
+            .init("status", .string(s.status)), .init("provider", text(s.provider)),
+            .init("provider_message_id", text(s.providerMessageID)), .init("error_code", text(s.errorCode)),
+            .init("provider_error_code", text(s.providerErrorCode)), .init("error_detail", text(s.errorDetail)),
+            .init("attempts", int(s.attempts)), .init("segments", s.segments.map(int) ?? .null),
+            .init("encoding", text(s.encoding)), .init("request", text(s.request)),
+            .init("queued_at", time(s.queuedAt)), .init("sent_at", time(s.sentAt)), .init("finished_at", time(s.finishedAt)),
+            .init("erased", .bool(s.erased)),
+        ]))
     }
 
     /// A webhook endpoint; `secret` only in the answers of creation and rotation (shown once).

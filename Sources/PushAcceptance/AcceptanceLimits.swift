@@ -55,10 +55,11 @@ public enum AcceptanceLimits {
     public static let sendAtLatest: TimeInterval = 365 * 86_400
     /// Characters of an idempotency key (R-SEND-1).
     public static let maxIdempotencyKeyCharacters = 255
-    /// Characters of the SMS fallback's phone number (its E.164 form is the SMS issue's).
-    public static let maxSMSPhoneCharacters = 32
-    /// Characters of the SMS fallback's text.
-    public static let maxSMSTextCharacters = 1_600
+    /// Characters of the SMS fallback's phone number: an E.164 number (R-SMS-1, `SMSText.isE164`)
+    /// has a `+` and at most 15 digits.
+    public static let maxSMSPhoneCharacters = 16
+    /// Characters of the SMS fallback's text (`SMSText.maxTextCharacters`).
+    public static let maxSMSTextCharacters = SMSText.maxTextCharacters
     /// Characters of an app name.
     public static let maxAppNameCharacters = 200
     /// Bytes of `placeholder_title`, as escaped in the JSON payload (128 until sql/0011).

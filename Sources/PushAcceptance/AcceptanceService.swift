@@ -96,7 +96,8 @@ public final class AcceptanceService {
             if replay == nil { throw AcceptanceError.tooLarge(worst) }
         }
         let (id, created) = try Self.stored { try store.enqueue(valid.enqueue) }
-        return SendResult(notificationID: id, created: created)
+        return SendResult(notificationID: id, created: created,
+                          smsSegments: request.smsFallback.map { SMSSegments($0.text) })
     }
 
     /// Cancels a notification whose send time has not come (refunding it). With `appID` or `mode`
@@ -159,6 +160,22 @@ public final class AcceptanceService {
         }
     }
 
+    /// Erases one user of `appID` and `mode` for a data-protection request (issue 15 part 6;
+    /// `push_erase_user`, sql/0015): their devices deactivated, the content and SMS parts of the
+    /// notifications addressed to them alone erased, the user dropped from the others, their
+    /// deliveries' stored payloads erased. Idempotent: erasing again answers zeros.
+    /// - Throws: `AcceptanceError` `VALIDATION_ERROR` (field `user_id`) for a user id that is not
+    ///   1 to 255 characters or holds NUL; `PGError` on database failure.
+    public func eraseUser(appID: UUID, mode: Mode, userID: String) throws -> UserErasure {
+        guard !userID.isEmpty, userID.unicodeScalars.count <= DeviceRegistration.maxUserIDLength,
+              !userID.unicodeScalars.contains("\u{0}") else {
+            throw AcceptanceError(.validationError, "user_id must be 1 to \(DeviceRegistration.maxUserIDLength) characters, without NUL",
+                                  field: "user_id")
+        }
+        let conn = try connection()
+        return try Self.stored { try UserErasure.run(conn, appID: appID, mode: mode, userID: userID) }
+    }
+
     // MARK: - Apps
 
     /// Creates a push app (R-APP-1) in `request.accountID`'s account (R-API-1): name 1 to 200
@@ -187,15 +204,29 @@ public final class AcceptanceService {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
-        let store = AppStore(connection: try connection())
-        guard let app = try Self.stored({
-            try store.appUpdate(id: id, requireEncryption: request.requireEncryption,
-                                placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
-                                name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
-                                placeholderBodyLocKey: request.placeholderBodyLocKey)
-        }) else {
-            throw AcceptanceError(.notFound, "no push app \(PrefixedID.format(.app, id))")
+        let conn = try connection()
+        func update(_ c: PGConnection) throws -> PushApp? {
+            try Self.stored({
+                try AppStore(connection: c).appUpdate(id: id, requireEncryption: request.requireEncryption,
+                                                      placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
+                                                      name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
+                                                      placeholderBodyLocKey: request.placeholderBodyLocKey)
+            })
         }
+        let app = request.requireEncryption == nil ? try update(conn) : try conn.transaction { c -> PushApp? in
+            // The policy before the change, its row locked until the change commits, so the audit
+            // log's old and new values are exact (issue 15 part 5). An unknown app: nothing to do.
+            guard let before = try AppStore(connection: c).lockedRequireEncryption(id: id) else { return nil }
+            guard let app = try update(c) else { return nil }
+            if before != app.requireEncryption {
+                try AuditStore(connection: c).record(
+                    accountID: nil, appID: id, actor: request.actor, action: .requireEncryptionChanged,
+                    target: PrefixedID.format(.app, id),
+                    details: JSONObject([.init("from", .bool(before)), .init("to", .bool(app.requireEncryption))]))
+            }
+            return app
+        }
+        guard let app else { throw AcceptanceError(.notFound, "no push app \(PrefixedID.format(.app, id))") }
         return app
     }
 

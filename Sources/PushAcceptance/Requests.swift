@@ -107,11 +107,15 @@ public struct SendResult: Sendable, Equatable {
     public var created: Bool
     /// `!created`.
     public var replayed: Bool { !created }
+    /// The SMS fallback's segments and encoding (GSM-7 or UCS-2), when it has one (R-SMS-1): what
+    /// the SMS will cost, as the provider bills per segment.
+    public var smsSegments: SMSSegments?
 
     /// Makes a result.
-    public init(notificationID: UUID, created: Bool) {
+    public init(notificationID: UUID, created: Bool, smsSegments: SMSSegments? = nil) {
         self.notificationID = notificationID
         self.created = created
+        self.smsSegments = smsSegments
     }
 }
 
@@ -241,6 +245,9 @@ public struct AppUpdateRequest: Sendable, Equatable {
     public var placeholderTitleLocKey: String?
     /// Field `placeholder_body_loc_key` (R-KIND-3); the empty string removes it.
     public var placeholderBodyLocKey: String?
+    /// Who asks, for the audit log when `require_encryption` changes (issue 15 part 5): the API
+    /// key's prefix, `oauth:` + a token's subject, `cli:` + a login.
+    public var actor: String = AuditStore.unnamedActor
 
     /// Makes a request.
     public init(name: String? = nil, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,

@@ -57,8 +57,11 @@ enum SendValidation {
             }
         }
         if let sms = r.smsFallback {
-            try characters(sms.phone, "sms_fallback.phone", max: Limits.maxSMSPhoneCharacters)
-            try characters(sms.text, "sms_fallback.text", max: Limits.maxSMSTextCharacters)
+            // R-SMS-1: the number as Twilio's `To` takes it; the text within the SMS bound.
+            guard SMSText.isE164(sms.phone) else {
+                throw AcceptanceError.invalid("sms_fallback.phone", "must be an E.164 number: + and 8 to 15 digits, the first not 0")
+            }
+            if let why = SMSText.textProblem(sms.text) { throw AcceptanceError.invalid("sms_fallback.text", why) }
         }
 
         let content = NotificationContent(title: r.title, body: r.body, data: data, badge: r.badge, sound: r.sound,
@@ -69,6 +72,9 @@ enum SendValidation {
             try content.validate()
         } catch let e as PushError {
             throw AcceptanceError(e)
+        }
+        if content.isEmptyAlert {
+            throw AcceptanceError.invalid("title", "an alert needs something to show or carry: title, body, title_loc_key, body_loc_key, badge, sound, critical_sound or data")
         }
         let compact = data.map { String(decoding: JSONWriter.bytes(.object($0)), as: UTF8.self) }
         let q = storageRequest(r, data: compact)

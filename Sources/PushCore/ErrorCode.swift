@@ -56,6 +56,12 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable, Codable {
     case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
     /// The notification's send time has come or it is final: it can no longer be cancelled (HTTP 409).
     case notCancellable = "NOT_CANCELLABLE"
+    /// R-SMS-1: the SMS provider refused the message for good (an invalid or unreachable number, a
+    /// sender it does not allow); the provider's own code is kept beside it (Twilio 21211, 21612...).
+    case smsRejected = "SMS_REJECTED"
+    /// R-DEV-2 *(product decision)*: a token registered again with another platform. A token is one
+    /// provider's (APNs or FCM), so the device is not silently moved to the other (HTTP 409).
+    case tokenPlatformConflict = "TOKEN_PLATFORM_CONFLICT"
 }
 
 /// An error as a value: a stable `code` plus a human `message` (never content, keys or full tokens),

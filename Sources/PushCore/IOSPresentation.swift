@@ -74,13 +74,13 @@ public struct UnitFraction: Sendable, Hashable, Comparable, CustomStringConverti
         self.tenThousandths = tenThousandths
     }
 
-    /// `value` when it is finite, from 0 to 1 and has at most four decimal places (within 1e-10 of a
-    /// multiple of 0.0001: a decimal text read as a binary double is that close), else nil.
+    /// `value` when it is from 0 to 1 and is exactly the double nearest a decimal of at most four
+    /// places (`k / 10_000`, the double a decimal text of that value reads as), else nil: `1e-11`
+    /// is not 0, and `0.00005` is not 0.0001.
     public init?(_ value: Double) {
         guard value.isFinite, value >= 0, value <= 1 else { return nil }
-        let scaled = value * 10_000
-        let rounded = scaled.rounded()
-        guard abs(scaled - rounded) < 1e-6 else { return nil }
+        let rounded = (value * 10_000).rounded()
+        guard value == rounded / 10_000 else { return nil }
         self.init(tenThousandths: Int(rounded))
     }
 

@@ -53,3 +53,18 @@ public struct JSONObject: Sendable, Hashable {
         members.first(where: { $0.key == key })?.value
     }
 }
+
+extension JSONValue {
+    /// The nearest double to a decimal number's text (RFC 8259 §6 numbers and the CLI's decimal
+    /// arguments), or nil when it is not a number or is out of a double's range: beyond the
+    /// largest (it would read as infinity) or, for text naming a non-zero value, below the
+    /// smallest subnormal (it would read as 0: `1e-400` is not zero, and must not pass as zero).
+    public static func double(fromNumberText text: String) -> Double? {
+        guard let d = Double(text), d.isFinite else { return nil }
+        if d == 0 {
+            let mantissa = text.prefix { $0 != "e" && $0 != "E" }
+            guard mantissa.allSatisfy({ !$0.isNumber || $0 == "0" }) else { return nil }
+        }
+        return d
+    }
+}

@@ -14,6 +14,18 @@ extension NotificationContent {
          ("channel_id", channelId != nil)]
     }
 
+    /// True for an alert with nothing to show or carry: no title or body text, no loc key, badge,
+    /// sound or critical sound, and no `data` member. Its APNs payload would be `{"aps":{}}` and its
+    /// FCM message neither `notification` nor `data`, yet each device would be charged, so
+    /// acceptance refuses it (`SendValidation`); presentation fields, a thread id or a channel only
+    /// qualify what is shown and show nothing themselves. Not part of `validate()`, which the
+    /// worker also runs on rows read back: rows queued before this rule keep being sent.
+    public var isEmptyAlert: Bool {
+        pushType == .alert && (title ?? "").isEmpty && (body ?? "").isEmpty
+            && localization.titleLocKey == nil && localization.bodyLocKey == nil
+            && badge == nil && sound == nil && presentation.criticalSound == nil && (data?.members.isEmpty ?? true)
+    }
+
     /// R-KIND-1..3 combinations:
     /// - a background push has none of the fields that show something (`fieldsShown`);
     /// - loc args need their loc key (`title_loc_args` needs `title_loc_key`, `body_loc_args` needs

@@ -49,7 +49,9 @@ public struct OutboundURL: Equatable, Sendable {
         guard parts.user == nil, parts.password == nil else {
             throw WebPushError.validation(field, "must not carry user info")
         }
-        guard var host = parts.host?.lowercased(), !host.isEmpty else {
+        // The host as written (`encodedHost`): `host` would decode an IDN A-label (`xn--...`, RFC 5890)
+        // to Unicode, and percent-escapes, so the name checked would not be the one resolved.
+        guard var host = parts.encodedHost?.lowercased(), !host.isEmpty else {
             throw WebPushError.validation(field, "has no host")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

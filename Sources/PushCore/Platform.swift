@@ -61,6 +61,16 @@ public struct CredentialKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let fcm = CredentialKind(rawValue: "fcm")
     /// Web Push: a VAPID key pair (RFC 8292).
     public static let webpush = CredentialKind(rawValue: "webpush")
+    /// The app's SMS provider (R-SMS-1): Twilio's account SID and auth token, or an API key SID and
+    /// secret, and the sender. Stored in `push_sms_credentials` (sql/0012), which workers of earlier
+    /// releases never read; never a push provider of the provider table.
+    public static let twilio = CredentialKind(rawValue: "twilio")
+
+    /// The SMS providers' kinds (their sets live in `push_sms_credentials`).
+    public static let sms: Set<CredentialKind> = [.twilio]
+
+    /// True for an SMS provider's set (`twilio`).
+    public var isSMS: Bool { Self.sms.contains(self) }
 }
 
 /// Test or live (R-MODE-1, R-MODE-2): a mode of a device and of a notification, never of an app.

@@ -19,6 +19,8 @@ public enum IDKind: String, Sendable, Hashable, CaseIterable {
     case event = "pevt"
     /// A webhook endpoint (`pwh_`).
     case webhookEndpoint = "pwh"
+    /// An audit event (`paud_`, issue 15 part 5).
+    case auditEvent = "paud"
 }
 
 /// Formats and parses prefixed ids (R-API-4). Pure.

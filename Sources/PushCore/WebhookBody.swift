@@ -10,7 +10,8 @@ import struct Foundation.UUID
 /// | `push_device.deactivated` | `app_id`, `device_id`, `user_id`, `mode`, `reason`, `notification_id` (null unless a notification's delivery caused it) |
 /// | `push_app.credentials_invalid` | `app_id`, `mode` (`live`), `kind` (`apns`, `fcm`, `webpush`), `reason` (the provider's) |
 /// | `push_app.encryption_disabled` | `app_id`, `mode` (`live`) |
-/// | `push_notification.finished` | `app_id`, `notification_id`, `mode`, `status`, `device_count`, `error_code` (null when none) |
+/// | `push_notification.finished` | `app_id`, `notification_id`, `mode`, `status`, `device_count`, `error_code` (null when none), `sms` (`queued` when the SMS fallback was queued, else null) |
+/// | `push_notification.sms_finished` | `app_id`, `notification_id`, `mode`, `status` (`queued`, `failed`, `unknown`), `provider`, `provider_message_id`, `error_code`, `provider_error_code`, `segments` (each null when none; never the phone or the text) |
 ///
 /// The same inputs give the same bytes on every attempt (the signature is over them).
 public enum WebhookBody {
@@ -74,7 +75,18 @@ public enum WebhookBody {
                     .init("mode", try string(p, "mode")),
                     .init("status", try string(p, "status")),
                     .init("device_count", .number(count)),
-                    .init("error_code", try optionalString(p, "error_code"))]
+                    .init("error_code", try optionalString(p, "error_code")),
+                    .init("sms", try optionalString(p, "sms"))]
+        case .pushNotificationSMSFinished:
+            data = [.init("app_id", app),
+                    .init("notification_id", try id(p, "notification_id", .notification)),
+                    .init("mode", try string(p, "mode")),
+                    .init("status", try string(p, "status")),
+                    .init("provider", try optionalString(p, "provider")),
+                    .init("provider_message_id", try optionalString(p, "provider_message_id")),
+                    .init("error_code", try optionalString(p, "error_code")),
+                    .init("provider_error_code", try optionalString(p, "provider_error_code")),
+                    .init("segments", try optionalNumber(p, "segments"))]
         }
         let body = JSONObject([
             .init("id", .string(PrefixedID.format(.event, event.publicID))),
@@ -96,6 +108,14 @@ public enum WebhookBody {
         switch p[key] {
         case nil, .null?: return .null
         case .string(let s)?: return .string(s)
+        default: throw Failure.malformed(key)
+        }
+    }
+
+    private static func optionalNumber(_ p: JSONObject, _ key: String) throws -> JSONValue {
+        switch p[key] {
+        case nil, .null?: return .null
+        case .number(let n)?: return .number(n)
         default: throw Failure.malformed(key)
         }
     }

@@ -12,10 +12,13 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable 
     case pushAppEncryptionDisabled = "push_app.encryption_disabled"
     /// A notification reached its final status (sent, sms_fallback, failed, cancelled). Opt-in.
     case pushNotificationFinished = "push_notification.finished"
+    /// A notification's SMS fallback reached its final state (queued, failed, unknown; R-SMS-1),
+    /// after the notification's own `push_notification.finished` (which says `sms: queued`). Opt-in.
+    case pushNotificationSMSFinished = "push_notification.sms_finished"
 
     /// True for types an endpoint gets only when it names them (one event per notification is
     /// a lot of traffic nobody asked for).
-    public var isOptIn: Bool { self == .pushNotificationFinished }
+    public var isOptIn: Bool { self == .pushNotificationFinished || self == .pushNotificationSMSFinished }
 
     /// What an endpoint created without a list of types receives: every type except the opt-in ones.
     public static let defaultSubscription: [WebhookEventType] = allCases.filter { !$0.isOptIn }

@@ -27,7 +27,7 @@ public final class JWTSigner: @unchecked Sendable {
     /// key without revealing it, so provider token caches share a token only between holders of the
     /// same key (issue 11).
     public let publicKeyFingerprint: String
-    private let pkey: OpaquePointer
+    let pkey: OpaquePointer
 
     private init(pkey: OpaquePointer, algorithm: Algorithm, keyId: String?, publicKeyFingerprint: String) {
         self.pkey = pkey

@@ -57,9 +57,13 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
     private let signer: JWTSigner
     private let tokenCache: ProviderTokenCache
     private let clock: ProviderClock
+    /// `pauseScopes` of each environment, made once.
+    private let productionScopes: [String], sandboxScopes: [String]
 
     private init(configuration: Configuration, http: any HTTPTransport, signer: JWTSigner,
                  tokenCache: ProviderTokenCache, clock: ProviderClock) {
+        productionScopes = [PauseScope.host(ofURL: configuration.baseURL(for: .production))]
+        sandboxScopes = [PauseScope.host(ofURL: configuration.baseURL(for: .sandbox))]
         self.configuration = configuration
         self.http = http
         self.signer = signer
@@ -88,6 +92,11 @@ public final class APNsClient: PushProvider, @unchecked Sendable {
     }
 
     // MARK: - Sending
+
+    /// The APNs host of the request's environment (production and sandbox are paused apart, R-KIND-4).
+    public func pauseScopes(for request: ProviderRequest) -> [String] {
+        request.apnsEnvironment == .production ? productionScopes : sandboxScopes
+    }
 
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`).
     public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {

@@ -123,6 +123,10 @@ final class CurlEasy {
         try set(CURLOPT_TCP_KEEPIDLE, config.tcpKeepAliveSeconds)
         try set(CURLOPT_TCP_KEEPINTVL, config.tcpKeepAliveSeconds)
         try set(CURLOPT_UPKEEP_INTERVAL_MS, config.upkeepIntervalMillis)
+        if config.freshConnectionPerRequest {
+            try set(CURLOPT_FRESH_CONNECT, 1)
+            try set(CURLOPT_FORBID_REUSE, 1)
+        }
         try set(CURLOPT_PROTOCOLS_STR, config.allowedProtocols)
         // Never follow a redirect: a provider answer is final, and a Location could point anywhere.
         try set(CURLOPT_FOLLOWLOCATION, 0)

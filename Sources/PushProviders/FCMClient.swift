@@ -45,9 +45,12 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     private let signer: JWTSigner
     private let tokenCache: ProviderTokenCache
     private let clock: ProviderClock
+    /// `pauseScopes`, made once.
+    private let scopes: [String]
 
     private init(configuration: Configuration, account: FCMServiceAccount, http: any HTTPTransport, signer: JWTSigner,
                  tokenCache: ProviderTokenCache, clock: ProviderClock) {
+        scopes = [PauseScope.host(ofURL: configuration.baseURL), PauseScope.fcmProject(account.projectId)]
         self.configuration = configuration
         self.account = account
         self.http = http
@@ -80,6 +83,10 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     public var sendURL: String { "\(configuration.baseURL)/v1/projects/\(account.projectId)/messages:send" }
 
     // MARK: - Sending
+
+    /// The FCM host, and the service account's project (its quota is project-wide: Firebase's
+    /// "QUOTA_EXCEEDED"; R-KIND-4).
+    public func pauseScopes(for request: ProviderRequest) -> [String] { scopes }
 
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). When no
     /// access token can be had, every answer is `.notSent` with `rawDetail` starting `oauth:`.
@@ -135,8 +142,8 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
     /// POSTs a fresh assertion to the token endpoint.
     /// - Throws: `JWTError`, or `FCMCredentialsError.oauthFailed` with the status/transport detail.
     private func fetchAccessToken(now: Int64) throws -> ProviderToken {
-        let body = "grant_type=" + Self.formEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer")
-            + "&assertion=" + Self.formEncoded(try assertion(now: now))
+        let body = FormURLEncoding.encode([("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                                           ("assertion", try assertion(now: now))])
         let request = HTTPRequest(url: tokenEndpoint, method: "POST",
                                   headers: [("content-type", "application/x-www-form-urlencoded")],
                                   body: Array(body.utf8), timeoutMillis: configuration.requestTimeoutMillis)
@@ -155,15 +162,6 @@ public final class FCMClient: PushProvider, @unchecked Sendable {
         let lifetime = ProviderText.int64(object?["expires_in"]) ?? 3600
         let refreshAt = now + max(60, lifetime - configuration.tokenRefreshMarginSeconds)
         return ProviderToken(value: access, issuedAt: now, refreshAt: refreshAt)
-    }
-
-    private static func formEncoded(_ s: String) -> String {
-        var out = ""
-        for byte in s.utf8 {
-            let c = Character(Unicode.Scalar(byte))
-            if c.isASCII && (c.isLetter || c.isNumber || "-._~".contains(c)) { out.append(c) } else { out += String(format: "%%%02X", byte) }
-        }
-        return out
     }
 
     private static func jsonEscaped(_ s: String) -> String {

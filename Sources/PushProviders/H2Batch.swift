@@ -81,7 +81,14 @@ final class H2Batch {
             return client.pool(for: UnsafeBufferPointer(rebasing: u[authority]))
         }
         guard let pool else { return finish(i, .notSent("not an https URL with a host: \(requests[i].url.prefix(80))")) }
-        let h = hosts.firstIndex { $0.pool === pool } ?? { hosts.append(Host(pool: pool)); return hosts.count - 1 }()
+        let h = hosts.firstIndex { $0.pool === pool } ?? {
+            // Each batch tries the host's connections afresh: the three failed connections that
+            // fail a batch's waiting requests count within one batch, so a host that comes back is
+            // reached by the next batch (the outage probe of R-KIND-4) rather than never again.
+            pool.failuresInARow = 0
+            hosts.append(Host(pool: pool))
+            return hosts.count - 1
+        }()
         slots[i].host = h
         enqueue(i)
     }

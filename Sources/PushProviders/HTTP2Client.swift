@@ -138,6 +138,7 @@ public final class HTTP2Client: HTTPTransport, @unchecked Sendable {
 
         /// Requests of host `h` allowed in flight now.
         func window(_ h: Int) -> Int {
+            if client.configuration.freshConnectionPerRequest { return max(1, client.configuration.maxHostConnections) }
             let perConnection = client.configuration.curlStreamsPerConnection
             let host = hosts[h]
             if host.connections == 0 { return host.released ? perConnection : 1 }

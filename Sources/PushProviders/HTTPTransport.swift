@@ -68,6 +68,12 @@ public struct HTTPClientConfiguration: Sendable {
     /// libcurl only: write the frames of requests started together under TCP_CORK. Default true.
     /// (The nghttp2 client writes each round's frames with one `send`.)
     public var corkWrites: Bool = true
+    /// libcurl only: open a new connection for every request and close it after
+    /// (CURLOPT_FRESH_CONNECT, CURLOPT_FORBID_REUSE); a host then has up to `maxHostConnections`
+    /// requests in flight, with no warm-up. Default false. For requests that must never be written
+    /// twice (an SMS): on a reused connection that the server closed as the request went out,
+    /// libcurl writes the request again on a new one, which only the sender can know to be unsafe.
+    public var freshConnectionPerRequest: Bool = false
     /// libcurl only: schemes it may use (CURLOPT_PROTOCOLS_STR). Default `https`; `http,https` only
     /// where a caller admits plain HTTP to loopback (webhooks in test mode with
     /// `PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK`). The nghttp2 client speaks HTTPS (h2 over TLS) only.

@@ -56,4 +56,12 @@ public protocol PushProvider: AnyObject, Sendable {
     /// answer per request, in the same order. Never throws: transport problems are answers too
     /// (`ProviderAnswer.Transport`), interpreted by PushCore's answer table.
     func send(_ batch: [ProviderRequest]) -> [ProviderAnswer]
+    /// The scopes a pause of which holds `request` back (R-KIND-4, `PauseScope`): the host it goes
+    /// to, and for FCM its project. Empty: never paused.
+    func pauseScopes(for request: ProviderRequest) -> [String]
+}
+
+extension PushProvider {
+    /// No scopes: the client's pushes are never paused.
+    public func pauseScopes(for request: ProviderRequest) -> [String] { [] }
 }

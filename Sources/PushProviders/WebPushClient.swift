@@ -89,6 +89,11 @@ public final class WebPushClient: PushProvider, @unchecked Sendable {
 
     // MARK: - Sending
 
+    /// The push service's origin (the subscription endpoint's scheme, host and port; R-KIND-4).
+    public func pauseScopes(for request: ProviderRequest) -> [String] {
+        [PauseScope.host(ofURL: request.deviceToken)]
+    }
+
     /// Sends `batch` concurrently; one answer per request, same order (see `PushProvider`). Each
     /// host is resolved once per batch. Answers are shaped by `WebPushAnswerParser`.
     public func send(_ batch: [ProviderRequest]) -> [ProviderAnswer] {

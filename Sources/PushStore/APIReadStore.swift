@@ -38,6 +38,8 @@ public struct APINotification: Sendable, Equatable {
     public var finishedAt: Date?
     /// Its deliveries (nil in lists).
     public var deliveries: [APIDelivery]?
+    /// Its SMS fallback's outcome (R-SMS-1), the facts `notifications show` prints; nil when it has none.
+    public var sms: SMSReport?
 }
 
 /// One page of a list: at most the limit asked for, and whether more follow.
@@ -64,18 +66,23 @@ public final class APIReadStore {
     public let accountID: UUID
     /// The key's mode.
     public let mode: Mode
+    /// The apps the key is limited to (issue 15 part 3); nil: every app of the account.
+    public let appIDs: [UUID]?
 
-    /// Reads for `accountID` in `mode` on `connection`.
-    public init(connection: PGConnection, accountID: UUID, mode: Mode) {
+    /// Reads for `accountID` in `mode` on `connection`, within `appIDs` when given.
+    public init(connection: PGConnection, accountID: UUID, mode: Mode, appIDs: [UUID]? = nil) {
         self.connection = connection
         self.accountID = accountID
         self.mode = mode
+        self.appIDs = appIDs
     }
+
+    private var scope: PGValue? { appIDs.map { .uuidArray($0) } }
 
     /// The device, when this account and mode see it.
     public func device(id: UUID) throws -> StoredDevice? {
         let r = try connection.execPrepared(name: "pushfleet_api_device_get", sql: APIQueries.deviceGet,
-                                            params: [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
+                                            params: [.uuid(id), .text(mode.rawValue), .uuid(accountID), scope])
         return r.rowCount == 0 ? nil : try Self.device(r, 0)
     }
 
@@ -84,7 +91,7 @@ public final class APIReadStore {
     public func devices(appID: UUID?, userID: String?, active: Bool?, after: UUID?, limit: Int) throws -> APIPage<StoredDevice> {
         let r = try connection.exec(APIQueries.deviceList, [
             .uuid(accountID), appID.map(PGValue.uuid), .text(mode.rawValue), userID.map(PGValue.text),
-            active.map(PGValue.bool), after.map(PGValue.uuid), .int(limit + 1),
+            active.map(PGValue.bool), after.map(PGValue.uuid), .int(limit + 1), scope,
         ])
         let all = try r.rows.map { try Self.device(r, $0) }
         return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
@@ -92,13 +99,13 @@ public final class APIReadStore {
 
     /// The app, when this account owns it.
     public func app(id: UUID) throws -> PushApp? {
-        let r = try connection.exec(APIQueries.appGet, [.uuid(id), .uuid(accountID)])
+        let r = try connection.exec(APIQueries.appGet, [.uuid(id), .uuid(accountID), scope])
         return r.rowCount == 0 ? nil : try AppStore.decode(r, 0)
     }
 
     /// The account's apps, newest first, after the app `after` of the previous page.
     public func apps(after: UUID?, limit: Int) throws -> APIPage<PushApp> {
-        let r = try connection.exec(APIQueries.appList, [.uuid(accountID), after.map(PGValue.uuid), .int(limit + 1)])
+        let r = try connection.exec(APIQueries.appList, [.uuid(accountID), after.map(PGValue.uuid), .int(limit + 1), scope])
         let all = try r.rows.map { try AppStore.decode(r, $0) }
         return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
     }
@@ -106,7 +113,7 @@ public final class APIReadStore {
     /// The notification with its deliveries, in one round trip.
     public func notification(id: UUID) throws -> APINotification? {
         let r = try connection.execPrepared(name: "pushfleet_api_notification_get", sql: APIQueries.notificationGet,
-                                            params: [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
+                                            params: [.uuid(id), .text(mode.rawValue), .uuid(accountID), scope])
         guard r.rowCount > 0 else { return nil }
         return try Self.notificationWithDeliveries(r)
     }
@@ -125,7 +132,7 @@ public final class APIReadStore {
 
     /// Whether the notification is visible here; its app id when it is.
     public func notificationApp(id: UUID) throws -> UUID? {
-        let r = try connection.exec(APIQueries.notificationVisible, [.uuid(id), .text(mode.rawValue), .uuid(accountID)])
+        let r = try connection.exec(APIQueries.notificationVisible, [.uuid(id), .text(mode.rawValue), .uuid(accountID), scope])
         return r.rowCount == 0 ? nil : try r.uuid(0, "app_id")
     }
 
@@ -133,7 +140,7 @@ public final class APIReadStore {
     public func notifications(appID: UUID?, status: String?, after: UUID?, limit: Int) throws -> APIPage<APINotification> {
         let r = try connection.exec(APIQueries.notificationList, [
             .uuid(accountID), appID.map(PGValue.uuid), .text(mode.rawValue), status.map(PGValue.text),
-            after.map(PGValue.uuid), .int(limit + 1),
+            after.map(PGValue.uuid), .int(limit + 1), scope,
         ])
         let all = try r.rows.map { try Self.notification(r, $0) }
         return APIPage(items: Array(all.prefix(limit)), hasMore: all.count > limit)
@@ -151,7 +158,7 @@ public final class APIReadStore {
                         encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
                         errorCode: try r.decode(i, "error_code"), sendAt: try r.decode(i, "send_at"),
                         acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
-                        deliveries: nil)
+                        deliveries: nil, sms: try SMSStore.report(r, i))
     }
 }
 

@@ -54,6 +54,13 @@ public final class AppStore {
         }
     }
 
+    /// The app's `require_encryption`, its row locked until the transaction ends; nil for an
+    /// unknown or deleted app (primary key).
+    public func lockedRequireEncryption(id: UUID) throws -> Bool? {
+        let r = try connection.exec(RegistryQueries.appLockPolicy, [.uuid(id)])
+        return r.rowCount == 0 ? nil : try r.bool(0, "require_encryption")
+    }
+
     /// Updates the given fields through `push_app_update` (sql/0011); nil leaves a field unchanged, an
     /// empty placeholder loc key removes it.
     /// Takes effect for notifications already queued too (R-APP-2: the policy is read at send

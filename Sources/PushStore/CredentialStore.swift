@@ -2,7 +2,8 @@ import Foundation
 import PushCore
 import PushCrypto
 
-/// App credential sets over `push_credentials` (R-APP-3, R-APP-4): stored validated, the secret
+/// App credential sets over `push_credentials` and, for the SMS provider, `push_sms_credentials`
+/// (R-APP-3, R-APP-4, R-SMS-1): stored validated, the secret
 /// sealed with `SecretBox` (AES-256-GCM, aad = `<app id>/<kind>`) under `PUSHFLEET_CREDENTIALS_KEY`.
 /// One store per connection (not thread-safe). Secrets never appear in errors or descriptions.
 public final class CredentialStore {
@@ -22,25 +23,44 @@ public final class CredentialStore {
     /// - Parameters:
     ///   - config: apns: `team_id`, `key_id`, `topic` plus overrides; fcm: overrides only (the
     ///     identifiers are read from the service account).
-    ///   - secret: the `.p8` PEM text (apns), the service-account JSON (fcm) or the VAPID private key
-    ///     PEM (webpush, with `subject` in `config`).
+    ///   - secret: the `.p8` PEM text (apns), the service-account JSON (fcm), the VAPID private key
+    ///     PEM (webpush, with `subject` in `config`), or the auth token or API key secret (twilio, with
+    ///     `account_sid`, `api_key_sid` and `from` or `messaging_service_sid` in `config`; an app has
+    ///     one SMS provider set, which this replaces).
     /// - Throws: `VALIDATION_ERROR` (bad set, or no key configured),
     ///   `NOT_FOUND` (no such live app), `PGError`.
+    ///   `actor` is recorded in the audit log (`credentials.set`, the kind only) in the transaction.
     @discardableResult
-    public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> CredentialSummary {
+    public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8],
+                    actor: String = AuditStore.unnamedActor) throws -> CredentialSummary {
         let stored = try CredentialValidation.validate(kind: kind, config: config, secret: secret)
         let sealed = try SecretBox.seal(plaintext: secret, key: try requireKeys().current, aad: Self.aad(appID, kind))
-        let r = try connection.exec(CredentialQueries.upsert, [
-            .uuid(appID), .text(kind.rawValue), .text(try Self.json(stored)), .bytea(sealed),
-        ])
-        guard r.rowCount == 1 else { throw PushError(.notFound, "no push app \(appID.uuidString.lowercased())") }
-        return try Self.summary(r, 0)
+        return try connection.transaction { conn in
+            let r = try conn.exec(kind.isSMS ? CredentialQueries.smsUpsert : CredentialQueries.upsert, [
+                .uuid(appID), .text(kind.rawValue), .text(try Self.json(stored)), .bytea(sealed),
+            ])
+            guard r.rowCount == 1 else { throw PushError(.notFound, "no push app \(appID.uuidString.lowercased())") }
+            try AuditStore(connection: conn).record(accountID: nil, appID: appID, actor: actor, action: .credentialsSet,
+                                                    target: PrefixedID.format(.app, appID),
+                                                    details: JSONObject([.init("kind", .string(kind.rawValue))]))
+            return try Self.summary(r, 0)
+        }
     }
 
-    /// Removes a set; returns false when there was none.
+    /// Removes a set; returns false when there was none. A removal is recorded in the audit log
+    /// with `actor`, in its transaction.
     @discardableResult
-    public func remove(appID: UUID, kind: CredentialKind) throws -> Bool {
-        try connection.exec(CredentialQueries.delete, [.uuid(appID), .text(kind.rawValue)]).affectedRowCount == 1
+    public func remove(appID: UUID, kind: CredentialKind, actor: String = AuditStore.unnamedActor) throws -> Bool {
+        try connection.transaction { conn in
+            let delete = kind.isSMS ? CredentialQueries.smsDelete : CredentialQueries.delete
+            guard try conn.exec(delete, [.uuid(appID), .text(kind.rawValue)]).affectedRowCount == 1 else {
+                return false
+            }
+            try AuditStore(connection: conn).record(accountID: nil, appID: appID, actor: actor, action: .credentialsRemoved,
+                                                    target: PrefixedID.format(.app, appID),
+                                                    details: JSONObject([.init("kind", .string(kind.rawValue))]))
+            return true
+        }
     }
 
     /// Re-seals every set under the current key (opening each with the current or previous key):
@@ -52,21 +72,27 @@ public final class CredentialStore {
     public func rotateKey() throws -> Int {
         let keys = try requireKeys()
         return try connection.transaction { conn in
-            let r = try conn.exec(CredentialQueries.all)
-            for i in r.rows {
-                let s = try Self.summary(r, i)
-                let secret = try open(try r.bytes(i, "sealed_secret"), summary: s)
-                let sealed = try SecretBox.seal(plaintext: secret, key: keys.current, aad: Self.aad(s.appID, s.kind))
-                _ = try conn.exec(CredentialQueries.reseal, [.uuid(s.appID), .text(s.kind.rawValue), .bytea(sealed)])
+            var n = 0
+            for (all, reseal) in [(CredentialQueries.all, CredentialQueries.reseal),
+                                  (CredentialQueries.smsAll, CredentialQueries.smsReseal)] {
+                let r = try conn.exec(all)
+                for i in r.rows {
+                    let s = try Self.summary(r, i)
+                    let secret = try open(try r.bytes(i, "sealed_secret"), summary: s)
+                    let sealed = try SecretBox.seal(plaintext: secret, key: keys.current, aad: Self.aad(s.appID, s.kind))
+                    _ = try conn.exec(reseal, [.uuid(s.appID), .text(s.kind.rawValue), .bytea(sealed)])
+                }
+                n += r.rowCount
             }
             _ = try ProviderTokenStore.resealAll(conn, keys: keys)
-            return r.rowCount
+            return n
         }
     }
 
     // MARK: - Reading
 
-    /// The app's sets without secrets, ordered by kind (the planner's input and `credentials show`).
+    /// The app's sets without secrets (its SMS provider's too), ordered by kind (the planner's input
+    /// and `credentials show`).
     public func states(appID: UUID) throws -> [CredentialSummary] {
         let r = try connection.exec(CredentialQueries.byApp, [.uuid(appID)])
         return try r.rows.map { try Self.summary(r, $0) }

@@ -20,7 +20,8 @@ public struct CredentialSummary: Sendable, Equatable, Codable {
     /// The provider's reason when `state` is `invalid` (R-PRV-2, R-PRV-3).
     public var invalidReason: String?
     public var updatedAt: Date
-    /// Non-secret identifiers and overrides (`team_id`, `key_id`, `topic`, `project_id`, `client_email`, base URLs).
+    /// Non-secret identifiers and overrides (`team_id`, `key_id`, `topic`, `project_id`, `client_email`,
+    /// `account_sid`, `api_key_sid`, `from`, `messaging_service_sid`, base URLs).
     public var identifiers: [String: String]
     /// Changes whenever the set itself is replaced (hash of config and sealed secret), not on state moves;
     /// the worker rebuilds its provider clients when it changes.
@@ -57,7 +58,8 @@ public protocol CredentialSource: AnyObject, Sendable {
     func load(appID: UUID) throws -> [CredentialSet]
 }
 
-/// A credential set with its opened secret (the `.p8` PEM text, or the service-account JSON bytes).
+/// A credential set with its opened secret (the `.p8` PEM text, the service-account JSON bytes, the
+/// VAPID private key PEM, or Twilio's auth token or API key secret).
 /// `description` never shows the secret.
 public struct CredentialSet: Sendable, CustomStringConvertible {
     public var summary: CredentialSummary

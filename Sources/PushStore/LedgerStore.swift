@@ -3,7 +3,7 @@ import Foundation
 /// One broken ledger invariant (R-SEND-8, R-SEND-9).
 public struct LedgerViolation: Sendable, Equatable, Codable {
     /// Stable kind: `DUPLICATE_CHARGE`, `DUPLICATE_REFUND`, `REFUND_WITHOUT_CHARGE`,
-    /// `NET_MISMATCH`, `DEVICE_COUNT_MISMATCH`.
+    /// `NET_MISMATCH`, `DEVICE_COUNT_MISMATCH`, `SMS_LEDGER_MISMATCH`.
     public var violation: String
     /// The notification concerned.
     @PrefixedUUID<NotificationIDKind> public var notificationID: UUID

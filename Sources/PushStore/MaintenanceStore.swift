@@ -49,6 +49,13 @@ public final class MaintenanceStore {
         try run(MaintenanceQueries.pruneFinishedJobs, olderThan, limit)
     }
 
+    /// Deletes up to `limit` SMS outbox rows (kind `sms`) that ended before `olderThan`; their
+    /// SMS's outcome stays (push_sms_outbox). - Returns: the number deleted. - Throws: `PGError`.
+    @discardableResult
+    public func pruneFinishedSMSOutbox(olderThan: Date, limit: Int) throws -> Int {
+        try run(MaintenanceQueries.pruneFinishedSMSOutbox, olderThan, limit)
+    }
+
     /// Deletes up to `limit` final delivery rows (sent or failed) finished before `olderThan`;
     /// rows still retrying are kept. - Returns: the number deleted. - Throws: `PGError`.
     @discardableResult
@@ -64,7 +71,8 @@ public final class MaintenanceStore {
         try run(MaintenanceQueries.deleteDeliveredEvents, olderThan, limit)
     }
 
-    /// Sets `title`, `body` and `data` to NULL and `content_erased_at` to now on up to `limit`
+    /// Sets `title`, `body`, `data`, `sound`, `thread_id` and the SMS fallback's phone and text to
+    /// NULL and `content_erased_at` to now on up to `limit`
     /// notifications that became final (sent, sms_fallback, failed, cancelled) before `olderThan`
     /// and still hold their content (issue 4 retention), and the request bodies test mode stored for
     /// their deliveries (`push_deliveries.payload`, the same content). Status, counts, ledger and
@@ -76,6 +84,16 @@ public final class MaintenanceStore {
             throw PGError(code: .usage, message: "maintenance batch limit must be positive, got \(limit)")
         }
         return try connection.exec(MaintenanceQueries.eraseFinalContent, [.date(olderThan), .int(limit)]).int(0, "erased")
+    }
+
+    /// Erases the phone, the text and the test-mode request of up to `limit` SMS fallbacks that
+    /// became final before `olderThan` and whose notification's content is erased (R-SMS-1: erased
+    /// with the content, once final; the notification's own copy goes with its content, an SMS still
+    /// being sent keeps its own until it ends). Status, provider id, codes and segments stay.
+    /// - Returns: the number erased. - Throws: `PGError`.
+    @discardableResult
+    public func eraseFinalSMS(olderThan: Date, limit: Int) throws -> Int {
+        try run(MaintenanceQueries.eraseFinalSMS, olderThan, limit)
     }
 
     /// Folds the `push_job_tally` rows of sessions that ended into one row per final state, so

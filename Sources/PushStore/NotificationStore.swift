@@ -84,6 +84,8 @@ public struct NotificationReport: Sendable, Codable {
     public var finishedAt: Date?
     public var deliveries: [Delivery]
     public var ledger: [LedgerRow]
+    /// The SMS fallback's outcome (R-SMS-1), once the notification ended `sms_fallback`.
+    public var sms: SMSReport?
 }
 
 /// A device the notification would target now (acceptance size check, R-SEND-7).
@@ -220,6 +222,6 @@ public final class NotificationStore {
             deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
             sendAt: try n.decode(0, "send_at"), acceptedAt: try n.date(0, "accepted_at"),
             startedAt: try n.decode(0, "started_at"), finishedAt: try n.decode(0, "finished_at"),
-            deliveries: deliveries, ledger: ledger)
+            deliveries: deliveries, ledger: ledger, sms: try SMSStore(connection: connection).report(notificationID: id))
     }
 }

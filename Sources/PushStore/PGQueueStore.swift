@@ -220,4 +220,15 @@ public struct PGQueueSessions: QueueSessions {
         try PGQueueStore.open(url, statementTimeoutMillis: statementTimeoutMillis, lockTimeoutMillis: lockTimeoutMillis,
                               listen: false)
     }
+
+    /// `push_provider_pauses` through a connection of its own, with this session's timeouts.
+    public func openPauseStore() -> PauseStore? {
+        let url = url, statement = statementTimeoutMillis, lock = lockTimeoutMillis
+        return PGPauseStore {
+            let c = try PGConnection.connect(url)
+            try c.setStatementTimeout(milliseconds: statement)
+            try c.setLockTimeout(milliseconds: lock)
+            return c
+        }
+    }
 }

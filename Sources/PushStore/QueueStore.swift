@@ -74,6 +74,14 @@ public protocol QueueSessions: Sendable {
     func openWorkerSession() throws -> QueueStore
     /// A session for heartbeats, on another thread than the loop's.
     func openHeartbeatSession() throws -> QueueStore
+    /// Where the fleet shares provider pauses (R-KIND-4), opened lazily; nil: this process only
+    /// (the worker then keeps them in a `MemoryPauseStore`).
+    func openPauseStore() -> PauseStore?
+}
+
+extension QueueSessions {
+    /// No shared store: pauses stay within the process.
+    public func openPauseStore() -> PauseStore? { nil }
 }
 
 /// What a claim may take.

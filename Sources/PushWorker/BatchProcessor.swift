@@ -19,11 +19,15 @@ public final class BatchProcessor {
     private let sealer: EnvelopeSealer
     private let jitter: () -> Double
     private let metrics: WorkerMetrics?
+    /// The fleet-wide provider pauses (R-KIND-4); nil: nothing is ever held back.
+    public let gate: ProviderGate?
 
     /// - Parameters:
     ///   - jitter: a source of values in [0, 1) for backoff jitter (injected for tests).
     public init(router: ProviderRouter, retryPolicy: RetryPolicy = .default, providers: ProviderTable = .standard,
-                metrics: WorkerMetrics? = nil, jitter: @escaping () -> Double = { Double.random(in: 0..<1) }) throws {
+                metrics: WorkerMetrics? = nil, gate: ProviderGate? = nil,
+                jitter: @escaping () -> Double = { Double.random(in: 0..<1) }) throws {
+        self.gate = gate
         self.router = router
         self.providers = providers
         self.retryPolicy = retryPolicy
@@ -175,14 +179,48 @@ public final class BatchProcessor {
             }
         }
 
-        // 4. Classify every answer (PushCore's table) into its batch's records.
+        // 4. Per (app, mode): hold back what a paused scope holds (R-KIND-4), send the rest (a
+        // paused scope's probe among them), report the answers to the gate, and classify every
+        // answer (PushCore's table) into its batch's records.
         for key in groupOrder {
             let entries = groups[key] ?? []
-            let answers = router.send(appID: key.appID, mode: key.mode, pushes: entries.map(\.push))
-            for (k, entry) in entries.enumerated() {
+            let scopes = gate == nil || key.mode == .test ? [] : router.pauseScopes(appID: key.appID, mode: key.mode,
+                                                                                    pushes: entries.map(\.push))
+            let decisions = scopes.isEmpty ? [] : gate?.admit(scopes, now: now) ?? []
+            var sending: [Int] = []
+            for k in entries.indices {
+                guard k < decisions.count, case .hold(let until) = decisions[k] else { sending.append(k); continue }
+                let item = work[entries[k].item]
+                outputs[item.batch].records.append(Self.held(item.device, until: until, expiresAt: item.expiresAt, now: now,
+                                                             attempted: false, encrypted: item.plan.encrypted))
+                metrics?.deliveriesHeld.increment()
+            }
+            if sending.isEmpty { continue }
+            let answers = router.send(appID: key.appID, mode: key.mode, pushes: sending.map { entries[$0].push })
+            var signals = [HostSignal](repeating: .neutral, count: sending.count)
+            if let gate, !scopes.isEmpty {
+                for (j, k) in sending.enumerated() where j < answers.count {
+                    signals[j] = HostSignal.of(answers[j].1, device: entries[k].push.deviceID.uuidString)
+                    gate.report(scopes: scopes[k], signal: signals[j], decision: decisions[k], detail: Self.detail(answers[j].1),
+                                now: now)
+                }
+            }
+            for (j, k) in sending.enumerated() {
+                let entry = entries[k]
                 let item = work[entry.item]
-                let (provider, answer) = k < answers.count ? answers[k]
+                let (provider, answer) = j < answers.count ? answers[j]
                     : (ProviderKind.simulator, ProviderAnswer(transport: .notSent, rawDetail: "no answer from router"))
+                // A host failure of a scope paused now (by these answers or before) is the outage's,
+                // not the delivery's: held like the others, its attempt made but no failure counted.
+                if signals[j].isHostFailure, let gate, let until = gate.holdAfterFailure(scopes: scopes[k], now: now) {
+                    var r = Self.held(item.device, until: until, expiresAt: item.expiresAt, now: now, attempted: true,
+                                      encrypted: item.plan.encrypted)
+                    r.provider = provider
+                    r.errorDetail = Self.detail(answer)
+                    outputs[item.batch].records.append(r)
+                    metrics?.deliveriesHeld.increment()
+                    continue
+                }
                 let record = classify(answer, provider: provider, push: entry.push, device: item.device,
                                       encrypted: item.plan.encrypted, states: item.states, expiresAt: item.expiresAt,
                                       now: now, credentials: &outputs[item.batch].credentials,
@@ -331,6 +369,16 @@ public final class BatchProcessor {
     }
 
     static func isFinal(_ d: BatchDeviceRow) -> Bool { d.deliveryStatus?.isFinal == true }
+
+    /// A delivery held back by a paused scope (R-KIND-4): `retrying` at `until` (never past its
+    /// expiry, `PauseRules.scheduled`), its failures unchanged, so the hold spends none of its
+    /// attempts (R-SEND-12); `attempted` when it was sent (a probe, or a failure that the pause
+    /// explains) and so counts as a provider attempt made.
+    static func held(_ d: BatchDeviceRow, until: Date, expiresAt: Date, now: Date, attempted: Bool, encrypted: Bool) -> DeliveryRecord {
+        DeliveryRecord(deviceID: d.deviceID, status: .retrying, encrypted: encrypted,
+                       attempts: d.attempts + (attempted ? 1 : 0), failures: d.failures,
+                       nextAttemptAt: PauseRules.scheduled(until, expiresAt: expiresAt, now: now))
+    }
 
     /// A delivery refused before any provider call: `failed` with the error's code, and the ledger
     /// row `LedgerRule` says that ending needs given the acceptance charge.

@@ -126,10 +126,13 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
         return states
     }
 
-    /// Test mode: the simulator. Live mode: one concurrent batch per provider to the app's client.
-    public func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
-        if mode == .test { return pushes.map(SimulatorOnlyRouter.simulate) }
-        var groups: [(provider: ProviderDescriptor, indices: [Int], client: Result<PushProvider, PushError>)] = []
+    /// One provider's pushes of a call and the app's client of that provider.
+    private typealias Group = (provider: ProviderDescriptor, indices: [Int], client: Result<PushProvider, PushError>)
+
+    /// The pushes of a live call grouped by provider with the app's client of each (built or
+    /// reused under the lock), and the pushes no provider serves.
+    private func groups(appID: UUID, pushes: [OutboundPush]) -> (groups: [Group], unserved: [Int]) {
+        var groups: [Group] = []
         var unserved: [Int] = []
         lock.withLock {
             let summaries = lastStates[appID] ?? ((try? readStates(appID: appID)) ?? [])
@@ -148,6 +151,25 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
                 groups.append((provider, indices, clients.client(for: summary) { try self.loadSet(appID: appID, kind: kind) }))
             }
         }
+        return (groups, unserved)
+    }
+
+    /// Live mode: each push's scopes from the app's client of its provider (none in test mode, or
+    /// without a client).
+    public func pauseScopes(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [[String]] {
+        var scopes = [[String]](repeating: [], count: pushes.count)
+        if mode == .test { return scopes }
+        for group in groups(appID: appID, pushes: pushes).groups {
+            guard case .success(let client) = group.client else { continue }
+            for i in group.indices { scopes[i] = client.pauseScopes(for: Self.request(pushes[i], index: i)) }
+        }
+        return scopes
+    }
+
+    /// Test mode: the simulator. Live mode: one concurrent batch per provider to the app's client.
+    public func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)] {
+        if mode == .test { return pushes.map(SimulatorOnlyRouter.simulate) }
+        let (groups, unserved) = self.groups(appID: appID, pushes: pushes)
         var answers = [(ProviderKind, ProviderAnswer)?](repeating: nil, count: pushes.count)
         let answersLock = NSLock()
         DispatchQueue.concurrentPerform(iterations: groups.count) { g in

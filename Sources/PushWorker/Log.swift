@@ -18,9 +18,12 @@ public final class Log: @unchecked Sendable {
     /// Lowest level written.
     public var minimum: Level
     private let lock = NSLock()
+    private let sink: (@Sendable (String) -> Void)?
 
-    public init(level: Level) {
+    /// - Parameter sink: where lines go instead of standard error (tests read them); nil: standard error.
+    public init(level: Level, sink: (@Sendable (String) -> Void)? = nil) {
         minimum = level
+        self.sink = sink
     }
 
     /// Parses `debug|info|warn|error` (default info).
@@ -92,7 +95,9 @@ public final class Log: @unchecked Sendable {
             }
         }
         line += "}\n"
-        lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+        lock.withLock {
+            if let sink { sink(line) } else { FileHandle.standardError.write(Data(line.utf8)) }
+        }
     }
 
     private static func appendJSONString(_ s: String, to out: inout String) {

@@ -62,6 +62,10 @@ public final class Maintainer {
         public var events = 0
         public var devices = 0
         public var erased = 0
+        /// SMS outbox rows that ended, pruned with the finished jobs' retention.
+        public var smsOutbox = 0
+        /// SMS fallbacks whose phone and text were erased (R-SMS-1).
+        public var smsErased = 0
         /// Queue tally rows of ended sessions folded into one per state (`push_queue_stats`'s source).
         public var tallyRowsFolded = 0
     }
@@ -82,6 +86,7 @@ public final class Maintainer {
         let result = try store.withMaintenanceLock { () -> RunResult in
             var r = RunResult(ranLeader: true)
             r.jobs = try drain { try store.pruneFinishedJobs(olderThan: now - config.finishedJobRetention, limit: $0) }
+            r.smsOutbox = try drain { try store.pruneFinishedSMSOutbox(olderThan: now - config.finishedJobRetention, limit: $0) }
             r.deliveries = try drain { try store.deleteOldDeliveries(olderThan: now - config.deliveryRetention, limit: $0) }
             r.events = try drain { try store.deleteDeliveredEvents(olderThan: now - config.eventRetention, limit: $0) }
             r.devices = try drain {
@@ -89,6 +94,7 @@ public final class Maintainer {
             }
             if let keep = config.contentRetention {
                 r.erased = try drain { try store.eraseFinalContent(olderThan: now - keep, limit: $0) }
+                r.smsErased = try drain { try store.eraseFinalSMS(olderThan: now - keep, limit: $0) }
             }
             r.tallyRowsFolded = try store.compactJobTally()
             return r

@@ -76,8 +76,17 @@ public final class WorkerMetrics: @unchecked Sendable {
     public let queueJobs = LabeledGauge(labelName: "state")
     public let queueDue = Gauge()
     public let queueOldestDueAge = Gauge()
+    /// The SMS dispatcher's series (`SMSMetrics`).
+    public let sms = SMSMetrics()
     /// The webhook dispatcher's series (`WebhookMetrics`).
     public let webhooks = WebhookMetrics()
+    /// R-KIND-4: scopes this worker knows paused (1 each), pauses it started and ended, probes it
+    /// sent and their results, deliveries it held back.
+    public let providerPaused = LabeledGauge(labelName: "scope")
+    public let providerPauses = LabeledCounter(labelNames: ["scope", "cause"])
+    public let providerResumes = LabeledCounter(labelNames: ["scope", "cause"])
+    public let providerProbes = LabeledCounter(labelNames: ["scope", "result"])
+    public let deliveriesHeld = Counter()
 
     public init() {}
 
@@ -130,6 +139,23 @@ public final class WorkerMetrics: @unchecked Sendable {
         }
         header("pushfleet_seal_duration_seconds", "histogram", "Time to seal one envelope (HPKE).")
         out += Self.histogramLines("pushfleet_seal_duration_seconds", sealLatency, labels: "")
+        header("pushfleet_provider_paused", "gauge", "1 per provider scope (host or FCM project) this worker knows paused (R-KIND-4).")
+        for (scope, v) in providerPaused.snapshot.sorted(by: { $0.key < $1.key }) {
+            out += "pushfleet_provider_paused{scope=\"\(esc(scope))\"} \(num(v))\n"
+        }
+        for (name, counter, second, help) in [
+            ("pushfleet_provider_pauses_total", providerPauses, "cause", "Provider scopes this worker paused for the fleet, by cause."),
+            ("pushfleet_provider_resumes_total", providerResumes, "cause", "Provider pauses this worker ended (probe answered or quota time over)."),
+            ("pushfleet_provider_probes_total", providerProbes, "result", "Probes this worker sent to paused scopes, by result (sent, resumed, failed)."),
+        ] {
+            header(name, "counter", help)
+            for (labels, v) in counter.snapshot.sorted(by: { $0.key.joined() < $1.key.joined() }) {
+                out += "\(name){scope=\"\(esc(labels[0]))\",\(second)=\"\(esc(labels[1]))\"} \(num(v))\n"
+            }
+        }
+        header("pushfleet_deliveries_held_total", "counter", "Deliveries deferred without an attempt because their provider scope was paused.")
+        out += "pushfleet_deliveries_held_total \(num(deliveriesHeld.current))\n"
+        out += sms.render()
         out += webhooks.render()
         return out
     }

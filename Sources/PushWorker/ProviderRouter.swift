@@ -47,6 +47,15 @@ public protocol ProviderRouter: AnyObject {
     /// Sends every push (blocking; multiplexed where the provider allows) and answers in the same
     /// order, each with the provider that answered.
     func send(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [(ProviderKind, ProviderAnswer)]
+    /// The pause scopes of each push, in order (R-KIND-4, `PushProvider.pauseScopes`): the
+    /// provider host it would go to, and for FCM its project. Empty for a push never paused (test
+    /// mode, no client).
+    func pauseScopes(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [[String]]
+}
+
+extension ProviderRouter {
+    /// No scopes: nothing this router sends is ever paused.
+    public func pauseScopes(appID: UUID, mode: Mode, pushes: [OutboundPush]) -> [[String]] { pushes.map { _ in [] } }
 }
 
 /// The router for a fleet without live providers configured: test mode goes to the simulator;

@@ -35,11 +35,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
     private let pool: HTTPTransferPool
     private let secrets = WebhookSecretCache()
 
-    private let stopLock = NSLock()
-    private var stopRequested = false
-    private var stopDeadline: Date?
-    private let finished = DispatchSemaphore(value: 0)
-    private var started = false
+    private let thread = DispatcherThread()
 
     private var connection: PGConnection?
     private var nextTag = 0
@@ -87,32 +83,21 @@ public final class WebhookDispatcher: @unchecked Sendable {
 
     /// Runs the loop on a thread of its own.
     public func start() {
-        started = true
-        let t = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        t.name = "pushfleet-webhooks"
-        t.start()
+        thread.start(name: "pushfleet-webhooks") { [self] in run() }
     }
 
     /// Stops claiming; attempts under way finish and are recorded until `drainSeconds` from now.
     public func requestStop(drainSeconds: Double = 20) {
-        stopLock.withLock {
-            if !stopRequested { stopDeadline = Date().addingTimeInterval(drainSeconds) }
-            stopRequested = true
-        }
+        thread.requestStop(drainSeconds: drainSeconds)
     }
 
     /// `requestStop`, then waits for the thread started by `start` to end, at most `timeout` seconds.
     @discardableResult
     public func stop(timeout: Double) -> Bool {
-        requestStop(drainSeconds: max(0, timeout - 1))
-        guard started else { return true }
-        return finished.wait(timeout: .now() + timeout) == .success
+        thread.stop(timeout: timeout)
     }
 
-    private var isStopping: Bool { stopLock.withLock { stopRequested } }
+    private var isStopping: Bool { thread.isStopping }
 
     // MARK: - Loop
 
@@ -129,7 +114,7 @@ public final class WebhookDispatcher: @unchecked Sendable {
             let stopping = isStopping
             let unwritten = pendingRecords.count + pendingDisables.count
             if stopping && inflight.isEmpty && unwritten == 0 { break }
-            if stopping, let deadline = stopLock.withLock({ stopDeadline }), Date() > deadline {
+            if stopping, thread.drainExpired {
                 log.error("webhook.dispatcher.unwritten", ["in_flight": inflight.count, "unrecorded": unwritten,
                                                            "effect": "sent again once their leases expire"])
                 break

@@ -36,6 +36,8 @@ public final class Worker: @unchecked Sendable {
     var claimStatements = 0
     /// Retention and cleanup, run by one worker of the fleet at a time; nil disables it.
     public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
+    /// SMS fallbacks (R-SMS-1), on their own thread and connection beside the job loop; nil: none.
+    public var smsDispatcher: SMSDispatcher?
     /// Webhook delivery, on its own thread and connection beside the job loop; nil: none.
     public var webhookDispatcher: WebhookDispatcher?
     private let readiness: ReadinessGate
@@ -52,8 +54,11 @@ public final class Worker: @unchecked Sendable {
         self.metrics = metrics
         self.log = log
         self.readiness = ReadinessGate(metrics: metrics, log: log)
+        let gate = ProviderGate(store: sessions.openPauseStore() ?? MemoryPauseStore(), owner: config.owner,
+                                thresholds: config.outageThresholds, refreshInterval: config.pauseRefreshInterval,
+                                metrics: metrics, log: log)
         self.processor = try BatchProcessor(router: router, retryPolicy: config.retryPolicy, providers: config.providers,
-                                            metrics: metrics)
+                                            metrics: metrics, gate: gate)
         self.keeper = LeaseKeeper(leaseSeconds: config.leaseSeconds, log: log) { try sessions.openHeartbeatSession() }
     }
 
@@ -72,6 +77,7 @@ public final class Worker: @unchecked Sendable {
             if !stopRequested { stopRequestedAt = Date() }
             stopRequested = true
         }
+        smsDispatcher?.requestStop(drainSeconds: max(0, config.drainSeconds - 2))
         webhookDispatcher?.requestStop(drainSeconds: max(0, config.drainSeconds - 2))
     }
 
@@ -91,6 +97,7 @@ public final class Worker: @unchecked Sendable {
     public func run() {
         keeper.start()
         defer { keeper.stop() }
+        smsDispatcher?.start()
         webhookDispatcher?.start()
         var backoff = 0.2
         log.info("worker.start", ["owner": config.owner, "claim_limit": config.claimLimit, "batch_size": config.batchSize,
@@ -122,6 +129,7 @@ public final class Worker: @unchecked Sendable {
         finishDeferredRecords()
         let drainLeft = (stopLock.withLock { stopRequestedAt } ?? Date()).addingTimeInterval(config.drainSeconds - 1).timeIntervalSinceNow
         webhookDispatcher?.stop(timeout: max(0, drainLeft))
+        smsDispatcher?.stop(timeout: max(0, drainLeft))
         log.info("worker.stop", ["owner": config.owner, "processed_jobs": processedJobs])
     }
 
@@ -212,9 +220,10 @@ public final class Worker: @unchecked Sendable {
         if let maintainer, let maintenance = store.maintenance, now.timeIntervalSince(lastMaintenance) >= maintainer.config.interval {
             lastMaintenance = now
             let r = try maintainer.runOnce(store: maintenance, now: now)
-            if r.ranLeader && r.jobs + r.deliveries + r.events + r.devices + r.erased > 0 {
-                log.info("maintenance.run", ["jobs": r.jobs, "deliveries": r.deliveries, "events": r.events,
-                                             "devices": r.devices, "erased": r.erased])
+            if r.ranLeader && r.jobs + r.smsOutbox + r.deliveries + r.events + r.devices + r.erased + r.smsErased > 0 {
+                log.info("maintenance.run", ["jobs": r.jobs, "sms_outbox": r.smsOutbox, "deliveries": r.deliveries,
+                                             "events": r.events, "devices": r.devices, "erased": r.erased,
+                                             "sms_erased": r.smsErased])
             }
         }
     }

@@ -36,6 +36,12 @@ public struct WorkerConfig: Sendable {
     public var statsInterval: Double
     /// Per-delivery retry policy (R-SEND-12).
     public var retryPolicy: RetryPolicy
+    /// When a provider host or an FCM project is paused fleet-wide, and how it is probed (R-KIND-4;
+    /// `OutageThresholds` lists the defaults; tests compress them with `scaled(by:)`).
+    public var outageThresholds: OutageThresholds = .default
+    /// Seconds between reads of the fleet's pauses (`push_provider_pauses`) by a worker sending live
+    /// pushes (default 1); the worker's own pauses and probes apply at once.
+    public var pauseRefreshInterval: Double = 1
     /// When a job that failed as a whole runs again (the store's undecodable rows too).
     public var jobRetryPolicy: JobRetryPolicy = .default
     /// The providers served (payload writers, answer rules, credential kinds, labels).

@@ -63,11 +63,15 @@ struct Arguments {
         return n
     }
 
-    /// A decimal number (its range is the acceptance service's to judge); nil when absent.
+    /// A decimal number (its range is the acceptance service's to judge); nil when absent. Read as
+    /// the API reads a JSON number (`JSONValue.double(fromNumberText:)`): beyond a double's range,
+    /// above or below (a non-zero value that would read as 0), is refused like any non-number.
     /// - Throws: `CLIError.usage` for text that is not a number.
     func number(_ name: String) throws -> Double? {
         guard let v = value(name) else { return nil }
-        guard let d = Double(v) else { throw CLIError.usage("--\(name) must be a number, got \(v.prefix(40))") }
+        guard let d = JSONValue.double(fromNumberText: v) else {
+            throw CLIError.usage("--\(name) must be a finite number within a double's range, got \(v.prefix(40))")
+        }
         return d
     }
 

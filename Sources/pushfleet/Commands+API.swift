@@ -1,6 +1,7 @@
 import Foundation
 import PushAPI
 import PushCore
+import PushProviders
 import PushStore
 import PushWorker
 
@@ -41,6 +42,7 @@ extension Commands {
         // server without one still serves everything else (creating or rotating answers 503).
         let keys = env[CredentialKeys.currentVariable].map { !$0.isEmpty } == true ? try CredentialKeys.fromEnvironment(env) : nil
         config.webhooks = WebhookSettings(keys: keys, allowLoopback: WebhookEndpointStore.allowLoopback(env))
+        config.oauth = try oauthSettings(env, number: number)
 
         let server = try APIServer.start(config)
         let drainSeconds = config.drainSeconds
@@ -68,6 +70,28 @@ extension Commands {
         done.wait()
         withExtendedLifetime(sources) {}
         exit(0)
+    }
+
+    /// OAuth access tokens (issue 15 part 1): all of `PUSHFLEET_OAUTH_ISSUER`, `..._AUDIENCE` and
+    /// `..._JWKS_URL`, or none (API keys only).
+    static func oauthSettings(_ env: [String: String],
+                              number: (String, ClosedRange<Double>) throws -> Double?) throws -> OAuthSettings? {
+        let issuer = env["PUSHFLEET_OAUTH_ISSUER"].flatMap { $0.isEmpty ? nil : $0 }
+        let audience = env["PUSHFLEET_OAUTH_AUDIENCE"].flatMap { $0.isEmpty ? nil : $0 }
+        let jwks = env["PUSHFLEET_OAUTH_JWKS_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        if issuer == nil && audience == nil && jwks == nil { return nil }
+        guard let issuer, let audience, let jwks else {
+            throw CLIError.usage("OAuth access tokens need PUSHFLEET_OAUTH_ISSUER, PUSHFLEET_OAUTH_AUDIENCE and PUSHFLEET_OAUTH_JWKS_URL together")
+        }
+        let source: JWKSSource
+        do { source = try JWKSSource.parse(jwks, caFile: env["PUSHFLEET_OAUTH_JWKS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }) }
+        catch let e as JWKSFetchError { throw CLIError.usage("PUSHFLEET_OAUTH_JWKS_URL: \(e.message)") }
+        var settings = OAuthSettings(tokens: AccessTokenSettings(issuer: issuer, audience: audience,
+                                                                 leewaySeconds: try number("PUSHFLEET_OAUTH_LEEWAY_SECONDS", 0...300) ?? 30),
+                                     jwks: source)
+        if let s = try number("PUSHFLEET_OAUTH_JWKS_REFRESH_SECONDS", 60...86_400) { settings.refreshSeconds = s }
+        if let n = try number("PUSHFLEET_OAUTH_RATE_LIMIT", 1...1_000_000) { settings.rateLimitPerSecond = Int(n) }
+        return settings
     }
 
     // MARK: - accounts
@@ -104,6 +128,7 @@ extension Commands {
         var rateLimitPerSecond: Int
         var createdAt: Date
         var revokedAt: Date?
+        var appIds: [String]?
         init(_ r: APIKeyRecord, key: String? = nil) {
             self.key = key
             id = PrefixedID.format(.apiKey, r.id)
@@ -115,9 +140,10 @@ extension Commands {
             rateLimitPerSecond = r.rateLimitPerSecond
             createdAt = r.createdAt
             revokedAt = r.revokedAt
+            appIds = r.appIDs.map { $0.map { PrefixedID.format(.app, $0) } }
         }
         enum CodingKeys: String, CodingKey {
-            case key, id, accountId, mode, name, prefix, permissions, rateLimitPerSecond, createdAt, revokedAt
+            case key, id, accountId, mode, name, prefix, permissions, rateLimitPerSecond, createdAt, revokedAt, appIds
         }
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -131,6 +157,7 @@ extension Commands {
             try c.encode(rateLimitPerSecond, forKey: .rateLimitPerSecond)
             try c.encode(createdAt, forKey: .createdAt)
             try c.encode(revokedAt, forKey: .revokedAt)
+            try c.encode(appIds, forKey: .appIds)
         }
     }
 
@@ -147,10 +174,20 @@ extension Commands {
             let accountID = try account()
             guard let mode = Mode(rawValue: try args.required("mode")) else { throw CLIError.usage("--mode must be test or live") }
             let permissions = try APIPermissions(parsing: try args.required("permissions"))
+            // --apps papp_...,papp_...: the key sees those apps only (issue 15 part 3).
+            let apps = try args.value("apps").map { text -> [UUID] in
+                try text.split(separator: ",", omittingEmptySubsequences: false).map { part in
+                    guard let id = PrefixedID.parseLenient(String(part), as: .app) else {
+                        throw CLIError.usage("--apps takes app ids separated by commas (papp_... or UUIDs), got \(part.prefix(40))")
+                    }
+                    return id
+                }
+            }
             let store = AccountStore(connection: try connect())
             let (key, record) = try store.issueKey(accountID: accountID, mode: mode, permissions: permissions,
                                                    name: args.value("name"),
-                                                   rateLimitPerSecond: try args.int("rate-limit", in: 1...1_000_000))
+                                                   rateLimitPerSecond: try args.int("rate-limit", in: 1...1_000_000),
+                                                   appIDs: apps, actor: AuditStore.cliActor())
             out.emit(KeyOut(record, key: key)) { key }
             if !out.json {
                 FileHandle.standardError.write(Data("key \(PrefixedID.format(.apiKey, record.id)) (\(mode.rawValue), \(record.permissions)): shown once, only its hash is stored\n".utf8))
@@ -159,14 +196,14 @@ extension Commands {
             let list = try AccountStore(connection: try connect()).listKeys(accountID: try account()).map { KeyOut($0) }
             out.emit(list) {
                 list.isEmpty ? "no keys" : list.map {
-                    "\($0.id)  \($0.prefix)…  \($0.mode)  \($0.permissions)  \($0.rateLimitPerSecond)/s  \($0.revokedAt == nil ? "active" : "revoked")\($0.name.map { "  \($0)" } ?? "")"
+                    "\($0.id)  \($0.prefix)…  \($0.mode)  \($0.permissions)  \($0.rateLimitPerSecond)/s  \($0.revokedAt == nil ? "active" : "revoked")\($0.appIds.map { "  apps " + $0.joined(separator: ",") } ?? "")\($0.name.map { "  \($0)" } ?? "")"
                 }.joined(separator: "\n")
             }
         case "revoke":
             guard args.positional.count > 2, let id = PrefixedID.parseLenient(args.positional[2], as: .apiKey) else {
                 throw CLIError.usage("give the key id (pkey_... or a UUID; see pushfleet api-keys list)")
             }
-            guard let record = try AccountStore(connection: try connect()).revokeKey(id: id) else {
+            guard let record = try AccountStore(connection: try connect()).revokeKey(id: id, actor: AuditStore.cliActor()) else {
                 throw PushError(.notFound, "no API key \(PrefixedID.format(.apiKey, id))")
             }
             out.emit(KeyOut(record)) { "revoked \(PrefixedID.format(.apiKey, id)) (\(record.prefix)…); refused from the next request on" }

@@ -24,11 +24,13 @@ extension Commands {
                 placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account")))
         case "update":
             let id = try appID(args, position: 2)
-            app = try service().updateApp(id: id, AppUpdateRequest(
+            var update = AppUpdateRequest(
                 name: args.value("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key")))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"))
+            update.actor = AuditStore.cliActor()
+            app = try service().updateApp(id: id, update)
         case "show":
             app = try AppStore(connection: try connect()).appGet(id: try appID(args, position: 2))
         case "delete":
@@ -134,8 +136,13 @@ extension Commands {
         }
         let r = try service().send(q)
         let id = PrefixedID.format(.notification, r.notificationID)
-        out.emit(SendOutput(notificationID: r.notificationID, created: r.created, replayed: r.replayed)) {
+        out.emit(SendOutput(notificationID: r.notificationID, created: r.created, replayed: r.replayed,
+                            smsSegments: r.smsSegments?.count, smsEncoding: r.smsSegments?.encoding.rawValue)) {
             r.created ? id : "\(id) (a replay of the idempotency key: the first notification)"
+        }
+        // The id alone on stdout (scripts read it); what the SMS fallback costs goes beside it.
+        if let s = r.smsSegments, !args.flag("json") {
+            FileHandle.standardError.write(Data("sms fallback: \(s.count) segment\(s.count == 1 ? "" : "s"), \(s.encoding.rawValue)\n".utf8))
         }
     }
 

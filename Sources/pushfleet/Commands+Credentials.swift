@@ -1,4 +1,5 @@
 import Foundation
+import PushAcceptance
 import PushCore
 import PushProviders
 import PushStore
@@ -10,10 +11,14 @@ extension Commands {
     Usage: pushfleet apps credentials set APP_ID --kind apns --team-id TEAM --key-id KEY --topic BUNDLE_ID --p8-file FILE
                                       [--apns-base-url-production URL] [--apns-base-url-sandbox URL]
            pushfleet apps credentials set APP_ID --kind fcm --service-account-file FILE [--fcm-base-url URL] [--fcm-token-uri URL]
+           pushfleet apps credentials set APP_ID --kind twilio --account-sid AC... (--auth-token-file FILE |
+                                      --api-key-sid SK... --api-key-secret-file FILE) (--from SENDER | --messaging-service-sid MG...)
+                                      [--twilio-base-url URL]
            pushfleet apps credentials show APP_ID
-           pushfleet apps credentials remove APP_ID --kind apns|fcm|webpush
+           pushfleet apps credentials remove APP_ID --kind apns|fcm|webpush|twilio
            pushfleet apps credentials rotate-key
-      Web Push (VAPID) sets are made by pushfleet apps vapid create.
+      Web Push (VAPID) sets are made by pushfleet apps vapid create. The twilio set is the app's SMS provider
+      for live SMS fallbacks (R-SMS-1); test mode never uses it.
       Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY (base64url, 32 bytes). A new set starts unverified;
       replacing a set resets its state, its first acceptance time is kept (R-APP-3). rotate-key re-seals every
       set under PUSHFLEET_CREDENTIALS_KEY, opening each with it or PUSHFLEET_CREDENTIALS_KEY_PREVIOUS, the
@@ -47,36 +52,58 @@ extension Commands {
         }
     }
 
+    /// A secret file's bytes. - Throws: `VALIDATION_ERROR` naming the path when it cannot be read.
+    static func secretFile(_ path: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw PushError(.validationError, "cannot read \(path)")
+        }
+        return Array(data)
+    }
+
+    /// Without trailing newlines and spaces.
+    static func trimmed(_ secret: [UInt8]) -> [UInt8] {
+        var s = secret
+        while let last = s.last, last == 0x0A || last == 0x0D || last == 0x20 { s.removeLast() }
+        return s
+    }
+
     static func credentials(_ args: Arguments, _ out: Output) throws {
         let sub = args.positional.count > 2 ? args.positional[2] : ""
         let env = ProcessInfo.processInfo.environment
         switch sub {
         case "set":
             let appID = try appID(args, position: 3)
-            let store = CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment(env))
-            let kindText = try args.required("kind")
-            let kind = CredentialKind(rawValue: kindText)
-            guard kind == .apns || kind == .fcm else {
-                throw PushError(.validationError, "kind: must be apns or fcm")
+            let keys = try CredentialKeys.fromEnvironment(env)
+            let kind = CredentialKind(rawValue: try args.required("kind"))
+            guard kind == .apns || kind == .fcm || kind == .twilio else {
+                throw PushError(.validationError, "kind: must be apns, fcm or twilio (webpush: apps vapid create)")
             }
-            var config: [String: String] = [:]
-            let secretPath: String
+            var request = CredentialRequest(kind: kind)
             switch kind {
             case .apns:
-                config["team_id"] = try args.required("team-id")
-                config["key_id"] = try args.required("key-id")
-                config["topic"] = try args.required("topic")
-                secretPath = try args.required("p8-file")
+                request.config["team_id"] = try args.required("team-id")
+                request.config["key_id"] = try args.required("key-id")
+                request.config["topic"] = try args.required("topic")
+                request.p8 = try secretFile(try args.required("p8-file"))
+            case .twilio:
+                request.config["account_sid"] = try args.required("account-sid")
+                request.config["api_key_sid"] = args.value("api-key-sid")
+                request.config["from"] = args.value("from")
+                request.config["messaging_service_sid"] = args.value("messaging-service-sid")
+                // A token file written by `echo` ends with a newline.
+                if args.value("api-key-sid") == nil {
+                    request.authToken = trimmed(try secretFile(try args.required("auth-token-file")))
+                } else {
+                    request.apiKeySecret = trimmed(try secretFile(try args.required("api-key-secret-file")))
+                }
             default:
-                secretPath = try args.required("service-account-file")
+                request.serviceAccount = try secretFile(try args.required("service-account-file"))
             }
             for key in CredentialValidation.overrideKeys[kind] ?? [] {
-                if let v = args.value(key.replacingOccurrences(of: "_", with: "-")) { config[key] = v }
+                if let v = args.value(key.replacingOccurrences(of: "_", with: "-")) { request.config[key] = v }
             }
-            guard let data = FileManager.default.contents(atPath: secretPath) else {
-                throw PushError(.validationError, "cannot read \(secretPath)")
-            }
-            let summary = try store.set(appID: appID, kind: kind, config: config, secret: Array(data))
+            request.actor = AuditStore.cliActor()
+            let summary = try service().setCredentials(appID: appID, request, keys: keys).summary
             out.emit(CredentialView(summary)) { "stored " + CredentialView(summary).line }
         case "show":
             let appID = try appID(args, position: 3)
@@ -84,12 +111,8 @@ extension Commands {
             out.emit(views) { views.isEmpty ? "no credential sets" : views.map(\.line).joined(separator: "\n") }
         case "remove":
             let appID = try appID(args, position: 3)
-            let kinds = ProviderTable.standard.credentialKinds
             let kind = CredentialKind(rawValue: try args.required("kind"))
-            guard kinds.contains(kind) else {
-                throw PushError(.validationError, "kind: must be \(kinds.map(\.rawValue).joined(separator: ", "))")
-            }
-            guard try CredentialStore(connection: try connect(), keys: nil).remove(appID: appID, kind: kind) else {
+            guard try service().removeCredentials(appID: appID, kind: kind, actor: AuditStore.cliActor()) else {
                 throw PushError(.notFound, "no \(kind.rawValue) set for app \(PrefixedID.format(.app, appID))")
             }
             out.emit(KV(fields: ["removed": kind.rawValue])) { "removed the \(kind.rawValue) set" }

@@ -27,6 +27,21 @@ extension Commands {
         return server
     }
 
+    /// The SMS dispatcher for `pushfleet worker` (`SMSDispatcherConfig.fromEnvironment`), or nil when
+    /// `PUSHFLEET_SMS=off`. Without `PUSHFLEET_CREDENTIALS_KEY`, live SMS fail `CREDENTIALS_INVALID`
+    /// (no set can be opened); test mode needs no key.
+    /// - Throws: `CLIError.usage` for a setting out of range or a malformed key.
+    static func smsDispatcher(_ env: [String: String], owner: String, databaseURL: String,
+                              metrics: WorkerMetrics) throws -> SMSDispatcher? {
+        do {
+            guard let config = try SMSDispatcherConfig.fromEnvironment(env, owner: owner) else { return nil }
+            let keys = env[CredentialKeys.currentVariable]?.isEmpty == false ? try CredentialKeys.fromEnvironment(env) : nil
+            return SMSDispatcher(config: config, databaseURL: databaseURL, keys: keys, metrics: metrics.sms)
+        } catch let e as PushError {
+            throw CLIError.usage(e.message)
+        }
+    }
+
     /// The webhook dispatcher for `pushfleet worker` (`WebhookDispatcherConfig.fromEnvironment`), or
     /// nil when `PUSHFLEET_WEBHOOKS=off` or when `PUSHFLEET_CREDENTIALS_KEY` is not set (endpoint
     /// secrets cannot be opened without it: deliveries wait, and `webhook.dispatcher.off` says why).

@@ -1,4 +1,5 @@
 import Foundation
+import PushAcceptance
 import PushCore
 import PushCrypto
 import PushStore
@@ -23,11 +24,11 @@ extension Commands {
         guard args.positional.count > 3, let appID = PrefixedID.parseLenient(args.positional[3], as: .app) else {
             throw CLIError.usage("give the app id (papp_... or a UUID)")
         }
-        let keys = try VAPIDKeys.generate()
-        let store = CredentialStore(connection: try connect(), keys: try CredentialKeys.fromEnvironment())
-        let summary = try store.set(appID: appID, kind: .webpush, config: ["subject": try args.required("subject")],
-                                    secret: Array(try keys.privateKeyPEM().utf8))
-        let publicKey = summary.identifiers["public_key"] ?? keys.publicKeyBase64URL
+        var request = CredentialRequest(kind: .webpush, config: ["subject": try args.required("subject")])
+        request.actor = AuditStore.cliActor()
+        let result = try service().setCredentials(appID: appID, request, keys: try CredentialKeys.fromEnvironment())
+        let summary = result.summary
+        let publicKey = result.applicationServerKey ?? summary.identifiers["public_key"] ?? ""
         out.emit(KV(fields: ["app_id": PrefixedID.format(.app, appID), "application_server_key": publicKey,
                              "state": summary.state.rawValue])) {
             "VAPID key pair stored for app \(PrefixedID.format(.app, appID)) (state \(summary.state.rawValue))\napplicationServerKey: \(publicKey)"

@@ -13,16 +13,18 @@ extension Commands {
            pushfleet webhooks attempts (--endpoint ENDPOINT | --event EVENT | --app APP) [--limit N]
            pushfleet webhooks resend EVENT [--endpoint ENDPOINT]
       Event types: push_device.deactivated, push_app.credentials_invalid, push_app.encryption_disabled (the
-      default set) and push_notification.finished (opt-in). Test endpoints get test events, live ones live events.
+      default set), push_notification.finished and push_notification.sms_finished (opt-in). Test endpoints get
+      test events, live ones live events.
       The signing secret (whsec_...) is shown once; after rotate-secret the previous one also signs for 24 h.
       Endpoints are https (loopback refused); PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 admits loopback for local
       testing, and http:// to it in test mode. Secrets are sealed with PUSHFLEET_CREDENTIALS_KEY.
       ENDPOINT is a UUID or pwh_...; EVENT is the body's id (pevt_...) or its UUID.
     """
 
-    /// An endpoint as printed, with the secret only when just made.
+    /// An endpoint as printed, with the secret only when just made. The endpoint is named by its
+    /// API id (`pwh_...`), as the API and the docs name it; input takes that or the bare UUID.
     struct WebhookEndpointView: Encodable {
-        @LowercaseUUID var id: UUID
+        var id: String
         @LowercaseUUID var appId: UUID
         var mode: String
         var url: String
@@ -39,7 +41,7 @@ extension Commands {
         var secret: String?
 
         init(_ e: WebhookEndpoint, secret: WebhookSecret? = nil) {
-            id = e.id
+            id = PrefixedID.format(.webhookEndpoint, e.id)
             appId = e.appID
             mode = e.mode.rawValue
             url = e.url
@@ -58,7 +60,7 @@ extension Commands {
 
         var line: String {
             let state = enabled ? "enabled" : "DISABLED(\(disabledReason ?? "?") at \(iso(disabledAt)))"
-            return "\(id.uuidString.lowercased())  \(mode)  \(state)  pending=\(pending)"
+            return "\(id)  \(mode)  \(state)  pending=\(pending)"
                 + (failingSince.map { "  failing_since=\(iso($0))" } ?? "")
                 + "  events=\(eventTypes.joined(separator: ","))  \(url)"
                 + (secret.map { "\nsecret (shown once): \($0)" } ?? "")
@@ -90,7 +92,7 @@ extension Commands {
             out.emit(views) { views.isEmpty ? "no webhook endpoints" : views.map(\.line).joined(separator: "\n") }
         case "show", "enable", "disable", "delete", "rotate-secret", "update":
             let id = try endpointID(args.positional.count > 2 ? args.positional[2] : nil)
-            let shown = id.uuidString.lowercased()
+            let shown = PrefixedID.format(.webhookEndpoint, id)
             if sub == "update" && args.value("url") == nil && events == nil { throw CLIError.usage("give --url and/or --events") }
             let store = try store(withKey: sub == "rotate-secret")
             if sub == "delete" {
@@ -123,7 +125,7 @@ extension Commands {
                 list.isEmpty ? "no attempts" : list.map { a in
                     "\(iso(a.attemptedAt))  \(PrefixedID.format(.event, a.eventID))  \(a.eventType)  attempt \(a.attempt)  "
                         + "\(a.result)  \(a.statusCode.map(String.init) ?? "-")  \(a.error ?? "")  \(a.durationMillis ?? 0) ms  "
-                        + "endpoint=\(a.endpointID.uuidString.lowercased())  webhook-id=\(a.webhookID)"
+                        + "endpoint=\(PrefixedID.format(.webhookEndpoint, a.endpointID))  webhook-id=\(a.webhookID)"
                 }.joined(separator: "\n")
             }
         case "resend":

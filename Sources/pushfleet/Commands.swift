@@ -65,6 +65,7 @@ enum Commands {
         let router = try fleetRouter(try LiveRouter.fromEnvironment(databaseURL: url), env)
         let worker = try Worker(config: config, databaseURL: url, router: router, metrics: metrics)
         worker.webhookDispatcher = try webhookDispatcher(env, owner: config.owner, databaseURL: url, metrics: metrics)
+        worker.smsDispatcher = try smsDispatcher(env, owner: config.owner, databaseURL: url, metrics: metrics)
         let metricsServer = try startMetricsServer(args, env, metrics: metrics)
 
         // Graceful shutdown: SIGTERM / SIGINT stop claiming; in-flight work finishes within the
@@ -96,8 +97,9 @@ enum Commands {
                     do {
                         if conn == nil { conn = try PGConnection.connect(url) }
                         let s = try PGQueueStore(connection: conn!).queueStats()
+                        let sms = worker.smsDispatcher == nil ? 0 : try SMSStore(connection: conn!).openCount()
                         let hooks = try WebhookDispatchStore(connection: conn!, keys: nil).dueOrRunning()
-                        idle = (s.available == 0 && s.running == 0 && hooks == 0) ? idle + 1 : 0
+                        idle = (s.available == 0 && s.running == 0 && sms == 0 && hooks == 0) ? idle + 1 : 0
                         if idle >= 2 { worker.requestStop() }
                     } catch { conn = nil }
                 }
@@ -111,13 +113,15 @@ enum Commands {
     // MARK: - stats and jobs
 
     static func stats(_ args: Arguments, _ out: Output) throws {
-        let store = PGQueueStore(connection: try connect())
+        let connection = try connect()
+        let store = PGQueueStore(connection: connection)
+        let pauses = PGPauseStore { connection }
         let interval = args.value("interval").flatMap(Double.init) ?? 1
         repeat {
-            let s = try store.queueStats()
+            let now = Date()
+            let s = StatsOutput(queue: try store.queueStats(), paused: try pauses.pauses().map { .init($0, now: now) })
             out.emit(s) {
-                (args.flag("watch") ? "\u{1B}[2J\u{1B}[H" + iso(Date()) + "\n" : "")
-                    + "available \(s.available)  due \(s.due)  running \(s.running)  completed \(s.completed)  discarded \(s.discarded)  cancelled \(s.cancelled)  oldest_due_age \(String(format: "%.3f", s.oldestDueAgeSeconds))s"
+                (args.flag("watch") ? "\u{1B}[2J\u{1B}[H" + iso(now) + "\n" : "") + s.text(now: now)
             }
             if args.flag("watch") { Thread.sleep(forTimeInterval: interval) }
         } while args.flag("watch")

@@ -12,13 +12,16 @@ enum Help {
       devices register|delete|list   the device registry (R-DEV-1..8)
       send                           accept a notification (exact 4096-byte check, then push_enqueue)
       notifications show|cancel ID   a notification, its deliveries and ledger; cancel a scheduled one
-      stats [--watch]                queue depth by state, due now, age of the oldest due job
+      stats [--watch]                queue depth by state, due now, age of the oldest due job, paused provider hosts
       jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
       ledger check                   audit charges and refunds against deliveries (R-SEND-8/9)
       webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
       api                            the HTTP API (/v1/push/...) until SIGTERM/SIGINT (graceful drain)
       accounts create                an account (owns apps and API keys)
-      api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, shown once
+      api-keys create|list|revoke    API keys: mk_test_/mk_live_, permissions, optionally limited to apps; shown once
+      audit                          who created or revoked keys, changed credentials or require_encryption, when
+      usage                          deliveries charged net of refunds per app, mode and day (the ledger)
+      users erase                    erase one user of an app (devices deactivated, their content erased)
       keys generate                  a P-256 device key pair (test tooling: the demo keeps the private half)
       envelope open                  open an envelope with a device private key (test tooling)
 
@@ -52,6 +55,10 @@ enum Help {
                    PUSHFLEET_API_IO_THREADS (2), PUSHFLEET_API_TRUSTED_PROXIES (addresses or IPv4 CIDRs), PUSHFLEET_LOG_LEVEL,
                    PUSHFLEET_CREDENTIALS_KEY (seals webhook endpoint secrets; without it creating or rotating one is 503),
                    PUSHFLEET_WEBHOOKS_ALLOW_LOOPBACK=1 (loopback endpoint URLs, local testing only)
+      OAuth access tokens (RFC 9068, RS256/ES256; all three or none): PUSHFLEET_OAUTH_ISSUER, PUSHFLEET_OAUTH_AUDIENCE,
+                   PUSHFLEET_OAUTH_JWKS_URL (https://... or a file), PUSHFLEET_OAUTH_JWKS_CA_FILE,
+                   PUSHFLEET_OAUTH_JWKS_REFRESH_SECONDS (3600), PUSHFLEET_OAUTH_LEEWAY_SECONDS (30),
+                   PUSHFLEET_OAUTH_RATE_LIMIT (100 per subject); claims pushfleet_account, pushfleet_mode
     """
 
     static let accounts = """
@@ -60,13 +67,15 @@ enum Help {
 
     static let apiKeys = """
     Usage: pushfleet api-keys create --account ACCOUNT --mode test|live --permissions push_devices:wd,push:rw,push_apps:rw
-                                     [--name N] [--rate-limit PER_SECOND] [--json]
+                                     [--name N] [--rate-limit PER_SECOND] [--apps papp_...,papp_...] [--json]
            pushfleet api-keys list --account ACCOUNT [--json]
            pushfleet api-keys revoke KEY_ID
       The key (mk_test_... / mk_live_...) is printed once (JSON field "key"); only its SHA-256 is stored.
       Permissions (R-API-2): push_devices w (register) d (remove); push r (read devices, notifications) w (send, cancel);
       push_apps r (read apps) w (create, change; changing require_encryption also needs a live key);
       webhooks r (read webhook endpoints) w (create, change, delete, rotate their secrets).
+      --apps limits the key to those apps of the account (at most 100): any other app, and its devices,
+      notifications and webhook endpoints, answer 404 like missing ones; such a key cannot create apps.
     """
 
     static let apps = """
@@ -101,11 +110,15 @@ enum Help {
       Refuses content whose payload would exceed 4096 bytes for a targeted device (R-SEND-7), saying how
       many bytes to cut; prints the notification id. A background push (R-KIND-1) carries only --data and
       --collapse-key; the iOS presentation fields (R-KIND-2) are ignored for Android and Web devices,
-      --channel-id for iOS and Web ones.
+      --channel-id for iOS and Web ones. The SMS fallback (sent when no device could take the
+      notification, R-SEND-6, R-SMS-1) needs an E.164 phone (+ and 8 to 15 digits) and 1 to 1600 characters
+      of text; its segment count (GSM-7 or UCS-2) is printed on stderr, or in --json.
     """
 
     static let notifications = """
     Usage: pushfleet notifications show ID | pushfleet notifications cancel ID
+      show: status, deliveries, ledger, and the SMS fallback's outcome (queued with the provider's id,
+      failed with its code, or unknown: written without an answer, never sent again).
     """
 
     static let jobs = """

@@ -1,5 +1,6 @@
 import Foundation
 import PushAcceptance
+import PushCore
 import PushStore
 
 /// Prints results for people (text) or scripts (`--json`: one JSON document on stdout). Ids are
@@ -44,6 +45,60 @@ struct MigrateOutput: Encodable {
     var version: Int
 }
 
+/// `pushfleet stats --json`: the queue's numbers (`QueueStats`' fields, unchanged) and the provider
+/// scopes paused fleet-wide (R-KIND-4), as `paused`.
+struct StatsOutput: Encodable {
+    var queue: QueueStats
+    var paused: [PauseOutput]
+
+    /// One row of `push_provider_pauses`.
+    struct PauseOutput: Encodable {
+        var scope: String
+        var cause: String
+        var detail: String
+        var pausedAt: String
+        /// Quota pauses: when sending resumes; outages: nil (a probe resumes them).
+        var resumeAt: String?
+        var nextProbeAt: String?
+        var probeIntervalSeconds: Double?
+        var probes: Int
+        var probeInFlight: Bool
+
+        init(_ p: ProviderPause, now: Date) {
+            scope = p.scope
+            cause = p.cause.rawValue
+            detail = p.detail
+            pausedAt = iso(p.pausedAt)
+            resumeAt = p.resumeAt.map { iso($0) }
+            nextProbeAt = p.cause.probes ? iso(p.nextProbeAt) : nil
+            probeIntervalSeconds = p.cause.probes ? p.probeInterval : nil
+            probes = p.probes
+            probeInFlight = p.probeLeaseUntil.map { $0 > now } ?? false
+        }
+    }
+
+    private enum Keys: String, CodingKey { case paused }
+
+    func encode(to encoder: Encoder) throws {
+        try queue.encode(to: encoder)
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(paused, forKey: .paused)
+    }
+
+    /// The text form: the queue line, then one line per paused scope.
+    func text(now: Date) -> String {
+        var lines = ["available \(queue.available)  due \(queue.due)  running \(queue.running)  completed \(queue.completed)  discarded \(queue.discarded)  cancelled \(queue.cancelled)  oldest_due_age \(String(format: "%.3f", queue.oldestDueAgeSeconds))s"]
+        for p in paused {
+            var line = "paused \(p.scope)  cause \(p.cause)  since \(p.pausedAt)  probes \(p.probes)"
+            if let end = p.resumeAt { line += "  resumes \(end)" }
+            if let next = p.nextProbeAt { line += p.probeInFlight ? "  probe in flight" : "  next probe \(next)" }
+            if !p.detail.isEmpty { line += "  (\(p.detail))" }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
 /// `pushfleet jobs retry --json`.
 struct RetryOutput: Encodable {
     var retried: Int64
@@ -62,6 +117,9 @@ struct SendOutput: Encodable {
     @PrefixedUUID<NotificationIDKind> var notificationID: UUID
     var created: Bool
     var replayed: Bool
+    /// The SMS fallback's segment count and encoding (R-SMS-1), when it has one.
+    var smsSegments: Int?
+    var smsEncoding: String?
 }
 
 /// `pushfleet devices register --json`: the device as stored, and what the registration did.

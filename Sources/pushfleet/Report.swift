@@ -13,7 +13,19 @@ enum Report {
             if let p = d.payload { lines.append("    payload (\(d.payloadBytes ?? 0) bytes): \(p)") }
         }
         for l in r.ledger {
-            lines.append("  ledger \(l.kind)  device \(PrefixedID.format(.device, l.deviceID))  \(l.reason ?? "")")
+            // An `sms` row is the notification's, of no device.
+            let device = l.kind == "sms" ? "" : "  device \(PrefixedID.format(.device, l.deviceID))"
+            lines.append("  ledger \(l.kind)\(device)  \(l.reason ?? "")")
+        }
+        if let s = r.sms {
+            lines.append("  sms \(s.status)  provider=\(s.provider ?? "-")  id=\(s.providerMessageID ?? "-")  error_code=\(s.errorCode ?? "-")"
+                         + "  provider_error_code=\(s.providerErrorCode ?? "-")  attempts=\(s.attempts)"
+                         + "  segments=\(s.segments.map(String.init) ?? "-") \(s.encoding ?? "")  queued \(iso(s.queuedAt))  sent \(iso(s.sentAt))"
+                         + (s.erased ? "  (phone and text erased)" : ""))
+            if let request = s.request { lines.append("    request (test mode, not sent): \(request)") }
+            if s.status == "unknown" {
+                lines.append("    outcome unknown: the request was written and no answer came; it is not sent again (check with the provider)")
+            }
         }
         return lines.joined(separator: "\n")
     }

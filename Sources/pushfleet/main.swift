@@ -54,7 +54,8 @@ do {
         "apps": ["account", "name", "require-encryption", "placeholder-title", "placeholder-body", "placeholder-title-loc-key",
                  "placeholder-body-loc-key", "app", "kind", "team-id", "key-id",
                  "topic", "p8-file", "service-account-file", "apns-base-url-production", "apns-base-url-sandbox",
-                 "fcm-base-url", "fcm-token-uri", "subject"],
+                 "fcm-base-url", "fcm-token-uri", "subject", "account-sid", "api-key-sid", "auth-token-file",
+                 "api-key-secret-file", "from", "messaging-service-sid", "twilio-base-url"],
         "devices": ["app", "mode", "platform", "token", "user", "apns-environment", "encryption-public-key", "remove-key", "endpoint", "p256dh", "auth", "allow-loopback-endpoints", "active"],
         "send": ["app", "mode", "user", "device", "title", "body", "data", "badge", "sound", "thread-id", "collapse-key", "priority", "send-at", "ttl", "idempotency-key", "sms-phone", "sms-text",
                  "push-type", "interruption-level", "relevance-score", "category", "target-content-id", "critical-sound",
@@ -66,7 +67,10 @@ do {
         "keys": ["private-key", "envelope"], "envelope": ["private-key", "envelope"],
         "api": ["addr", "management-addr"],
         "accounts": ["name"],
-        "api-keys": ["account", "mode", "permissions", "name", "rate-limit"],
+        "api-keys": ["account", "mode", "permissions", "name", "rate-limit", "apps"],
+        "audit": ["account", "app", "limit"],
+        "usage": ["account", "app", "mode", "from", "to"],
+        "users": ["app", "mode"],
     ]
     if let allowed = known[command] { try args.allowOnly(allowed) }
     switch command {
@@ -116,6 +120,15 @@ do {
     case "api-keys":
         if args.flag("help") || sub == nil { print(Help.apiKeys); break }
         try Commands.apiKeys(sub!, args, out)
+    case "audit":
+        if args.flag("help") { print(Commands.accessHelp); break }
+        try Commands.audit(args, out)
+    case "usage":
+        if args.flag("help") { print(Commands.accessHelp); break }
+        try Commands.usage(args, out)
+    case "users":
+        if args.flag("help") || sub == nil { print(Commands.accessHelp); break }
+        try Commands.users(sub!, args, out)
     case "keys", "envelope":
         if args.flag("help") || sub == nil { print(Help.keys); break }
         try Commands.tooling(command, sub!, args, out)

@@ -7,33 +7,10 @@ import PushTestSupport
 /// SIGTERM with requests in flight (issue 14): `pushfleet api` stops accepting connections,
 /// answers every request it has (with `Connection: close`), and exits 0.
 final class APIDrainTests: APITestCase {
-    private var executable: String {
-        URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent().appendingPathComponent("pushfleet").path
-    }
-
     /// Starts `pushfleet api` on ports the kernel picks; returns it, its API and management ports.
     private func startProcess() throws -> (Process, UInt16, UInt16, String) {
-        let log = NSTemporaryDirectory() + "pushfleet-api-drain-\(UUID().uuidString.prefix(8)).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = ["api", "--addr", "127.0.0.1:0", "--management-addr", "127.0.0.1:0"]
-        p.environment = ["DATABASE_URL": db.database.conninfo, "PUSHFLEET_API_DRAIN_SECONDS": "10", "PATH": "/usr/bin:/bin"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle(forWritingAtPath: log)
-        try p.run()
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n") where line.contains("\"event\":\"api.start\"") {
-                let o = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-                return (p, UInt16(try XCTUnwrap(o["port"] as? Int)), UInt16(try XCTUnwrap(o["management_port"] as? Int)), log)
-            }
-            if !p.isRunning { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        p.terminate()
-        throw RawHTTP.Failure(description: "pushfleet api did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        let s = try APIProcesses.startAPI(databaseURL: db.database.conninfo, environment: ["PUSHFLEET_API_DRAIN_SECONDS": "10"])
+        return (s.process, s.port, s.managementPort, s.logPath)
     }
 
     func testSIGTERMAnswersRequestsInFlightAndExitsZero() throws {

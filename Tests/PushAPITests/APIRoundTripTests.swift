@@ -103,6 +103,12 @@ final class APIRoundTripTests: APITestCase {
         let management = try XCTUnwrap(server.managementServer).port
         XCTAssertEqual(try RawHTTP.call(port: management, "GET", "/healthz").status, 200)
         XCTAssertEqual(try RawHTTP.call(port: management, "POST", "/metrics").status, 405)
+        // With a body too: the method is wrong whatever the body (not 413 for a body over 0 bytes).
+        for body in [Array("x".utf8), [UInt8](repeating: 0x61, count: 10_000)] {
+            let r = try RawHTTP.call(port: management, "POST", "/metrics", body: body)
+            XCTAssertEqual(r.status, 405, "\(body.count)-byte body: \(r.text)")
+            XCTAssertEqual(r.headers["allow"], "GET, HEAD")
+        }
         XCTAssertEqual(try RawHTTP.call(port: management, "GET", "/v1/push/apps").status, 404, "no API there")
         XCTAssertEqual(try RawHTTP.call(port: port, "GET", "/metrics").status, 404, "no metrics on the API address")
         let metrics = try RawHTTP.call(port: management, "GET", "/metrics").text

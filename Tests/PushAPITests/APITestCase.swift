@@ -119,12 +119,12 @@ class APITestCase: XCTestCase {
     }
 
     /// A fingerprint of every row the API can write (apps, devices, counts, notifications, jobs,
-    /// deliveries, ledger, events and their outbox, webhook endpoints, keys): equal before and after
+    /// deliveries, ledger, events and their outbox, webhook endpoints, keys, credential sets): equal before and after
     /// means nothing was written.
     func fingerprint() throws -> String {
         let tables = ["push_apps", "push_devices", "push_device_counts", "push_notifications", "push_jobs",
                       "push_deliveries", "push_ledger", "push_events", "push_outbox", "push_webhook_endpoints",
-                      "push_api_keys", "push_accounts"]
+                      "push_api_keys", "push_accounts", "push_credentials", "push_sms_credentials"]
         return try tables.map { t in
             try conn.exec("SELECT coalesce(md5(string_agg(x::text, ',' ORDER BY x::text)), '-') FROM \(t) x").string(0, 0)
         }.joined(separator: ",")

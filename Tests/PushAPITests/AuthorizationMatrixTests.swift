@@ -48,6 +48,12 @@ final class AuthorizationMatrixTests: APITestCase {
             (.updateWebhookEndpoint, "PATCH", "/v1/push/webhook_endpoints/\(f.testEndpoint)", #"{"enabled":false}"#),
             (.deleteWebhookEndpoint, "DELETE", "/v1/push/webhook_endpoints/\(f.testEndpoint)", nil),
             (.rotateWebhookSecret, "POST", "/v1/push/webhook_endpoints/\(f.testEndpoint)/rotate_secret", nil),
+            (.listCredentials, "GET", "/v1/push/apps/\(appID)/credentials", nil),
+            (.setCredentials, "PUT", "/v1/push/apps/\(appID)/credentials/webpush", #"{"subject":"mailto:ops@example.com"}"#),
+            (.deleteCredentials, "DELETE", "/v1/push/apps/\(appID)/credentials/webpush", nil),
+            (.listAuditEvents, "GET", "/v1/push/audit?app_id=\(appID)", nil),
+            (.usage, "GET", "/v1/push/usage?app_id=\(appID)", nil),
+            (.eraseUser, "DELETE", "/v1/push/users/user_1042?app_id=\(appID)", nil),
         ]
     }
 
@@ -56,6 +62,8 @@ final class AuthorizationMatrixTests: APITestCase {
         case sendNotification, listNotifications, getNotification, cancelNotification
         case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
         case rotateWebhookSecret
+        case listCredentials, setCredentials, deleteCredentials
+        case listAuditEvents, usage, eraseUser
     }
 
     /// The permission each route needs, and a key holding every other one.
@@ -65,6 +73,8 @@ final class AuthorizationMatrixTests: APITestCase {
         .createApp: "push_apps:w", .updateApp: "push_apps:w", .listApps: "push_apps:r", .getApp: "push_apps:r",
         .createWebhookEndpoint: "webhooks:w", .updateWebhookEndpoint: "webhooks:w", .deleteWebhookEndpoint: "webhooks:w",
         .rotateWebhookSecret: "webhooks:w", .listWebhookEndpoints: "webhooks:r", .getWebhookEndpoint: "webhooks:r",
+        .listCredentials: "push_apps:r", .setCredentials: "push_apps:w", .deleteCredentials: "push_apps:w",
+        .listAuditEvents: "push_apps:r", .usage: "push_apps:r", .eraseUser: "push_devices:d",
     ]
 
     /// The matrix names every route the server has.
@@ -75,7 +85,7 @@ final class AuthorizationMatrixTests: APITestCase {
             let route = try XCTUnwrap(APIRoute(rawValue: name.rawValue))
             XCTAssertEqual(route.method, method, name.rawValue)
             XCTAssertEqual(try XCTUnwrap(Self.needs[name]), "\(route.permission.resource.rawValue):\(route.permission.access.rawValue)")
-            guard case .route(let matched, _) = APIRouter.match(method: method, path: String(path.split(separator: "?")[0])) else {
+            guard case .route(let matched, _, _) = APIRouter.match(method: method, path: String(path.split(separator: "?")[0])) else {
                 return XCTFail("\(path) does not route")
             }
             XCTAssertEqual(matched, route)

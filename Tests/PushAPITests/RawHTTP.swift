@@ -89,7 +89,12 @@ final class RawHTTP {
         return true
     }
 
-    func readResponse() throws -> Response {
+    /// Reads an answer's status line and headers only (a HEAD answer carries no body).
+    func readHead() throws -> Response {
+        try readResponse(bodyless: true)
+    }
+
+    func readResponse(bodyless: Bool = false) throws -> Response {
         let separator: [UInt8] = [13, 10, 13, 10]
         var headerEnd: Int?
         while headerEnd == nil {
@@ -104,7 +109,7 @@ final class RawHTTP {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        let length = Int(headers["content-length"] ?? "0") ?? 0
+        let length = bodyless ? 0 : Int(headers["content-length"] ?? "0") ?? 0
         let start = headerEnd! + 4
         while buffer.count < start + length {
             guard try fill() else { throw Failure(description: "connection closed inside a body") }

@@ -11,18 +11,34 @@ import PushCore
 final class RequestParsingTests: XCTestCase {
     func testEveryRouteMatchesItsMethodAndTemplate() {
         for route in APIRoute.allCases {
-            let path = route.template.replacingOccurrences(of: "{id}", with: "pdev_x")
+            let path = route.template.replacingOccurrences(of: "{id}", with: "pdev_x").replacingOccurrences(of: "{kind}", with: "apns")
             XCTAssertEqual(APIRouter.match(method: route.method, path: path),
-                           .route(route, id: route.template.contains("{id}") ? "pdev_x" : nil), route.rawValue)
+                           .route(route, id: route.template.contains("{id}") ? "pdev_x" : nil,
+                                  kind: route.template.contains("{kind}") ? "apns" : nil), route.rawValue)
+            // HEAD is answered wherever GET is (RFC 9110 §9.3.2), as that GET route.
+            if route.method == "GET" {
+                XCTAssertEqual(APIRouter.match(method: "HEAD", path: path),
+                               .route(route, id: route.template.contains("{id}") ? "pdev_x" : nil,
+                                      kind: route.template.contains("{kind}") ? "apns" : nil), "HEAD \(route.rawValue)")
+            }
         }
-        XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/devices"), .methodNotAllowed(allowed: ["PUT", "GET"]))
+        XCTAssertEqual(APIRouter.match(method: "HEAD", path: "/v1/push/notifications/x/cancel"), .methodNotAllowed(allowed: ["POST"]))
+        XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/devices"), .methodNotAllowed(allowed: ["PUT", "GET", "HEAD"]))
         XCTAssertEqual(APIRouter.match(method: "GET", path: "/v1/push/notifications/x/cancel"),
                        .methodNotAllowed(allowed: ["POST"]))
         XCTAssertEqual(APIRouter.match(method: "PUT", path: "/v1/push/webhook_endpoints/pwh_x"),
-                       .methodNotAllowed(allowed: ["GET", "PATCH", "DELETE"]))
+                       .methodNotAllowed(allowed: ["GET", "HEAD", "PATCH", "DELETE"]))
         XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/webhook_endpoints/pwh_x/rotate"), .notFound)
+        XCTAssertEqual(APIRouter.match(method: "POST", path: "/v1/push/apps/papp_x/credentials/apns"),
+                       .methodNotAllowed(allowed: ["PUT", "DELETE"]))
+        XCTAssertEqual(APIRouter.match(method: "GET", path: "/v1/push/apps/papp_x/credentials/twilio"),
+                       .methodNotAllowed(allowed: ["PUT", "DELETE"]))
+        XCTAssertEqual(APIRouter.match(method: "PUT", path: "/v1/push/apps/papp_x/credentials/sms"), .route(.setCredentials, id: "papp_x", kind: "sms"),
+                       "the kind is the route's to judge (404 for an unknown one)")
         for path in ["/", "/v1/push", "/v1/push/devices/", "/v1/push/devices/x/y", "/v2/push/devices", "/v1/push/nope",
-                     "/v1/push/notifications/x/retry", "v1/push/devices", "/v1/push//devices"] {
+                     "/v1/push/notifications/x/retry", "v1/push/devices", "/v1/push//devices",
+                     "/v1/push/apps/x/credential", "/v1/push/apps/x/credentials/", "/v1/push/apps/x/credentials/apns/x",
+                     "/v1/push/devices/x/credentials/apns"] {
             XCTAssertEqual(APIRouter.match(method: "GET", path: path), .notFound, path)
         }
     }
@@ -69,6 +85,7 @@ final class RequestParsingTests: XCTestCase {
         for route in APIRoute.allCases {
             let (resource, access) = route.permission
             served["\(route.method) \(route.template)"] = "\(resource.rawValue):\(access.rawValue)"
+                + (route.alsoNeeds.map { ",\($0.resource.rawValue):\($0.access.rawValue)" } ?? "")
         }
         XCTAssertEqual(documented, served)
     }

@@ -141,7 +141,17 @@ final class WebhookEndpointRoutesTests: APITestCase {
                             on: keyless.api.port)
         XCTAssertEqual(made.status, 503, made.text)
         XCTAssertEqual(made.errorCode, "SERVICE_UNAVAILABLE")
-        XCTAssertEqual(try call("POST", "\(Self.path)/\(id)/rotate_secret", key: testKey, on: keyless.api.port).status, 503)
+        XCTAssertNil(made.headers["retry-after"], "a missing operator key is permanent until the operator sets it: no Retry-After")
+        // The body is judged first: a bad URL or event type is the caller's 422 on any server.
+        for (body, field) in [(#"{"app_id":"\#(appID)","url":"https://10.0.0.1/x"}"#, "url"),
+                              (#"{"app_id":"\#(appID)","url":"https://hooks.example.com/x","event_types":["nope"]}"#, "event_types")] {
+            let bad = try call("POST", Self.path, key: testKey, json: body, on: keyless.api.port)
+            XCTAssertEqual(bad.status, 422, bad.text)
+            XCTAssertEqual(bad.errorField, field, bad.text)
+        }
+        let rotated = try call("POST", "\(Self.path)/\(id)/rotate_secret", key: testKey, on: keyless.api.port)
+        XCTAssertEqual(rotated.status, 503, rotated.text)
+        XCTAssertNil(rotated.headers["retry-after"])
         XCTAssertEqual(try fingerprint(), before)
         XCTAssertEqual(try call("GET", "\(Self.path)/\(id)", key: testKey, on: keyless.api.port).status, 200)
     }

@@ -122,6 +122,7 @@ extension FieldBoundsTests {
         }
         var bg = base()
         bg.title = nil
+        bg.data = #"{"k":"v"}"#   // a data-only alert (an alert with nothing at all is refused)
         bg.idempotencyKey = "kind-2"
         _ = try service.send(bg)
         bg.pushType = "background"

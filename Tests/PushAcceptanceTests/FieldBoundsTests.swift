@@ -129,10 +129,31 @@ final class FieldBoundsTests: AcceptanceTestCase {
     func testIdempotencyKeyAndSMSFallback() throws {
         check("idempotency_key", accepted: { $0.idempotencyKey = String(repeating: "i", count: 255) },
               refused: { $0.idempotencyKey = String(repeating: "i", count: 256) })
-        check("sms_fallback.phone", accepted: { $0.smsFallback = .init(phone: String(repeating: "1", count: 32), text: "t") },
-              refused: { $0.smsFallback = .init(phone: String(repeating: "1", count: 33), text: "t") })
-        check("sms_fallback.text", accepted: { $0.smsFallback = .init(phone: "+1", text: String(repeating: "é", count: 1600)) },
-              refused: { $0.smsFallback = .init(phone: "+1", text: String(repeating: "t", count: 1601)) })
+        // R-SMS-1: E.164, `+` and 8 to 15 digits, the first not 0; the same refusal from the service and push_enqueue.
+        check("sms_fallback.phone", accepted: { $0.smsFallback = .init(phone: "+123456789012345", text: "t") },
+              refused: { $0.smsFallback = .init(phone: "+1234567890123456", text: "t") })
+        check("sms_fallback.phone", accepted: { $0.smsFallback = .init(phone: "+12345678", text: "t") },
+              refused: { $0.smsFallback = .init(phone: "+1234567", text: "t") })
+        for bad in ["+05005550006", "33612345678", "+33 6 12 34 56 78", "+33-612345678", "+3361234567a", "++33612345678"] {
+            check("sms_fallback.phone", marker: bad, accepted: { $0.smsFallback = .init(phone: "+33612345678", text: "t") },
+                  refused: { $0.smsFallback = .init(phone: bad, text: "t") })
+        }
+        check("sms_fallback.text", accepted: { $0.smsFallback = .init(phone: "+15005550006", text: String(repeating: "é", count: 1600)) },
+              refused: { $0.smsFallback = .init(phone: "+15005550006", text: String(repeating: "t", count: 1601)) })
+        check("sms_fallback.text", accepted: { $0.smsFallback = .init(phone: "+15005550006", text: "t") },
+              refused: { $0.smsFallback = .init(phone: "+15005550006", text: "") })
+    }
+
+    /// R-SMS-1: the accepted SMS fallback's segments and encoding come back with the notification.
+    func testTheSMSSegmentsAreComputedAtAcceptance() throws {
+        var r = base()
+        XCTAssertNil(try service.send(r).smsSegments)
+        r.smsFallback = .init(phone: "+15005550006", text: String(repeating: "a", count: 161))
+        XCTAssertEqual(try service.send(r).smsSegments.map { [$0.count, $0.units] }, [2, 161])
+        XCTAssertEqual(try service.send(r).smsSegments?.encoding, .gsm7)
+        r.smsFallback = .init(phone: "+15005550006", text: "Code ✓ 42")
+        XCTAssertEqual(try service.send(r).smsSegments?.encoding, .ucs2)
+        XCTAssertEqual(try service.send(r).smsSegments?.count, 1)
     }
 
     func testAppFields() throws {

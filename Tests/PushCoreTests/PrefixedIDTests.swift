@@ -11,7 +11,7 @@ final class PrefixedIDTests: XCTestCase {
             let text = PrefixedID.format(kind, id)
             XCTAssertEqual(PrefixedID.parse(text, as: kind), id)
         }
-        XCTAssertEqual(IDKind.allCases.map(\.rawValue), ["pdev", "papp", "pnot", "pacc", "pkey", "pevt", "pwh"])
+        XCTAssertEqual(IDKind.allCases.map(\.rawValue), ["pdev", "papp", "pnot", "pacc", "pkey", "pevt", "pwh", "paud"])
     }
 
     func testMalformedIdsParseToNil() {

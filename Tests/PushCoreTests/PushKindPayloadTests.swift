@@ -176,6 +176,27 @@ final class PushKindPayloadTests: XCTestCase {
         XCTAssertEqual(UnitFraction(0.3)?.value, 0.3)
     }
 
+    /// Strict and exact: a value is taken only when it is the double of a decimal of at most four
+    /// places, as that decimal's text reads (every k / 10,000 from its text); anything else is
+    /// refused however close (1e-11 is not 0, nor 0.00005 0.0001), and a number text that would
+    /// read as 0 or infinity out of a double's range is no number (`1e-400`, `1e400`).
+    func testUnitFractionIsExactAndNumberTextStrict() throws {
+        for k in 0...10_000 {
+            let text = k == 10_000 ? "1" : "0." + String(repeating: "0", count: 4 - String(k).count) + String(k)
+            let d = try XCTUnwrap(JSONValue.double(fromNumberText: text), text)
+            XCTAssertEqual(UnitFraction(d)?.tenThousandths, k, text)
+        }
+        for text in ["1e-11", "0.00005", "0.99995", "0.12341", "1e-300", "0.50000001", "5e-324"] {
+            let d = try XCTUnwrap(JSONValue.double(fromNumberText: text), text)
+            XCTAssertNil(UnitFraction(d), text)
+        }
+        XCTAssertEqual(UnitFraction(try XCTUnwrap(JSONValue.double(fromNumberText: "2.5e-1")))?.tenThousandths, 2500)
+        for text in ["1e-400", "-1e-400", "0.1e-330", "1e400", "-1e400", "x", ""] {
+            XCTAssertNil(JSONValue.double(fromNumberText: text), text)
+        }
+        for text in ["0", "-0", "0e-400", "0.000e5", "0E0"] { XCTAssertEqual(JSONValue.double(fromNumberText: text), 0, text) }
+    }
+
     // MARK: - Refused combinations
 
     /// R-KIND-1: a background push refuses every field that shows something, naming it.

@@ -61,6 +61,21 @@ final class WebPushSubscriptionTests: XCTestCase {
         }
     }
 
+    /// IDN host names are sent as A-labels (`xn--` punycode, RFC 5890 §2.3.2.1, RFC 3492): valid DNS
+    /// names, checked as written (URLComponents' `host` would decode them to Unicode) and still
+    /// held to the address guards; percent-escapes in a host are not a DNS name.
+    func testIDNALabelsAreDNSNames() throws {
+        for host in ["push.xn--bcher-kva.com", "hooks.xn--p1ai", "XN--BCHER-KVA.example", "xn--80ak6aa92e.com"] {
+            let s = try subscribe("https://\(host)/push/x")
+            XCTAssertEqual(s.origin, "https://\(host.lowercased())", host)
+            XCTAssertEqual(try WebhookEndpointRules.validateURL("https://\(host)/hook", mode: .live, allowLoopback: false).host,
+                           host.lowercased(), host)
+        }
+        for bad in ["xn--p1ai", "xn--bcher-kva.local", "xn--bcher-kva.localhost", "a%2eb.com", "xn--bcher-kva-.com"] {
+            assertRefused("endpoint") { _ = try subscribe("https://\(bad)/push/x") }
+        }
+    }
+
     func testLoopbackPassesOnlyWithAllowLoopbackForLocalFakes() throws {
         for host in ["127.0.0.1:8443", "localhost:8443", "[::1]:8443"] {
             assertRefused("endpoint") { _ = try subscribe("https://\(host)/push/ok-1") }

@@ -41,9 +41,31 @@ final class WebhookBodyTests: XCTestCase {
     func testNotificationFinishedCarriesStatusCountAndErrorCode() throws {
         let failed = #"{"mode":"test","status":"failed","device_count":0,"error_code":"NO_DEVICES","notification_id":"6d1381c8-c56a-414b-9f26-80834721eb26"}"#
         XCTAssertTrue(try text("push_notification.finished", failed).hasSuffix(
-            #""notification_id":"pnot_6d1381c8c56a414b9f2680834721eb26","mode":"test","status":"failed","device_count":0,"error_code":"NO_DEVICES"}}"#))
+            #""notification_id":"pnot_6d1381c8c56a414b9f2680834721eb26","mode":"test","status":"failed","device_count":0,"error_code":"NO_DEVICES","sms":null}}"#))
         let sent = #"{"mode":"live","status":"sent","device_count":3,"error_code":null,"notification_id":"6d1381c8-c56a-414b-9f26-80834721eb26"}"#
-        XCTAssertTrue(try text("push_notification.finished", sent).hasSuffix(#""status":"sent","device_count":3,"error_code":null}}"#))
+        XCTAssertTrue(try text("push_notification.finished", sent).hasSuffix(#""status":"sent","device_count":3,"error_code":null,"sms":null}}"#))
+        // R-SMS-1: written when the notification is final, before its SMS fallback is sent.
+        let fallback = #"{"mode":"test","status":"sms_fallback","device_count":0,"error_code":null,"sms":"queued","notification_id":"6d1381c8-c56a-414b-9f26-80834721eb26"}"#
+        XCTAssertTrue(try text("push_notification.finished", fallback).hasSuffix(
+            #""status":"sms_fallback","device_count":0,"error_code":null,"sms":"queued"}}"#))
+    }
+
+    /// R-SMS-1: the SMS's outcome, as sql/0012's trigger stores it; never the phone or the text,
+    /// even when a stored payload held them.
+    func testSMSFinishedCarriesTheOutcomeAndNeverThePhoneOrTheText() throws {
+        let queued = #"{"mode":"live","status":"queued","provider":"twilio","provider_message_id":"SM0123456789abcdef0123456789abcdef","error_code":null,"provider_error_code":null,"segments":2,"phone":"+33612345678","text":"code 123456","notification_id":"6d1381c8-c56a-414b-9f26-80834721eb26"}"#
+        XCTAssertEqual(try text("push_notification.sms_finished", queued),
+                       #"{"id":"pevt_0f8fad5bd9cb469fa16570867728950e","type":"push_notification.sms_finished","#
+                       + #""created_at":"2026-12-01T09:55:21.380Z","data":{"app_id":"papp_7c9e6679742540de944be07fc1f90ae7","#
+                       + #""notification_id":"pnot_6d1381c8c56a414b9f2680834721eb26","mode":"live","status":"queued","#
+                       + #""provider":"twilio","provider_message_id":"SM0123456789abcdef0123456789abcdef","error_code":null,"#
+                       + #""provider_error_code":null,"segments":2}}"#)
+        let expired = #"{"mode":"test","status":"failed","provider":null,"provider_message_id":null,"error_code":"EXPIRED","provider_error_code":null,"segments":null,"notification_id":"6d1381c8-c56a-414b-9f26-80834721eb26"}"#
+        XCTAssertTrue(try text("push_notification.sms_finished", expired).hasSuffix(
+            #""status":"failed","provider":null,"provider_message_id":null,"error_code":"EXPIRED","provider_error_code":null,"segments":null}}"#))
+        XCTAssertThrowsError(try WebhookBody.bytes(event("push_notification.sms_finished", #"{"mode":"test","status":"queued","segments":"2","notification_id":"6d1381c8-c56a-414b-9f26-80834721eb26"}"#)))
+        XCTAssertTrue(WebhookEventType.pushNotificationSMSFinished.isOptIn)
+        XCTAssertFalse(WebhookEventType.defaultSubscription.contains(.pushNotificationSMSFinished))
     }
 
     /// Whatever a stored payload holds beyond the type's allow-list never leaves: no token, no content.

@@ -289,6 +289,15 @@ final class APNsClientTests: XCTestCase {
         XCTAssertNotEqual(wrong.tokenCacheKey, right.tokenCacheKey)
     }
 
+    /// R-KIND-4: production and sandbox are paused apart, each by its host's origin.
+    func testPauseScopesAreEachEnvironmentsHostR_KIND_4() throws {
+        var config = APNsClient.Configuration(teamId: Self.team, keyId: Self.key, topic: Self.topic)
+        config.sandboxBaseURL = "https://127.0.0.1:4443/"
+        let apns = try APNsClient.make(configuration: config, privateKeyPEM: try FakeMaterial.text("apns_key.p8"))
+        XCTAssertEqual(apns.pauseScopes(for: push("x1")), ["host https://api.push.apple.com"])
+        XCTAssertEqual(apns.pauseScopes(for: push("x2", .sandbox)), ["host https://127.0.0.1:4443"])
+    }
+
     func testUnreachableHostIsNotSentAndUnknownCAIsRefused() throws {
         let fake = try startFake()
         var config = APNsClient.Configuration(teamId: Self.team, keyId: Self.key, topic: Self.topic)

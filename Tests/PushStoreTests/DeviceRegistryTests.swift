@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import PushCore
 import PushCrypto
+import PushProviders
 @testable import PushStore
 
 /// The registry against a real database: the invariants of `push_register_device` (sql/0003)
@@ -33,6 +34,24 @@ final class DeviceRegistryTests: RegistryTestCase {
         XCTAssertEqual(bobs.first?.active, true)
         XCTAssertEqual(try rowCount(), 1)
         XCTAssertEqual(try counter(), 1, "a move changes no app count")
+    }
+
+    /// R-DEV-2 (product decision): a token is one provider's: registered again with another
+    /// platform it is refused (409 in the API), the device left as it was.
+    func testRDEV2SameTokenWithAnotherPlatformIsRefused() throws {
+        let first = try register(iosDevice("tok_p", user: "alice"))
+        let android = try DeviceRegistration.validate(mode: "live", platform: "android", token: "tok_p", userID: "bob", apnsEnvironment: nil, encryptionPublicKey: .none,
+                                                      platforms: ProviderTable.standard.addressing)
+        expectPushError(.tokenPlatformConflict) { try self.register(android) }
+        let rows = try registry.list(appID: appID, mode: .live, userID: "alice")
+        XCTAssertEqual(rows.map(\.id), [first.deviceID], "not moved")
+        XCTAssertEqual(rows.first?.platform, "ios")
+        XCTAssertEqual(try registry.list(appID: appID, mode: .live, userID: "bob"), [])
+        // The same platform registers again; the other mode is another device.
+        XCTAssertEqual(try register(iosDevice("tok_p", user: "alice")).deviceID, first.deviceID)
+        let otherMode = try DeviceRegistration.validate(mode: "test", platform: "android", token: "tok_p", userID: "bob", apnsEnvironment: nil, encryptionPublicKey: .none,
+                                                        platforms: ProviderTable.standard.addressing)
+        XCTAssertTrue(try register(otherMode).created)
     }
 
     func testRDEV2WebDevicesUpsertOnTheirEndpoint() throws {

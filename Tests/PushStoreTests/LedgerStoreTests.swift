@@ -56,6 +56,32 @@ final class LedgerStoreTests: PGTestCase {
         XCTAssertEqual(scope, LedgerCheckScope(notifications: 2, finalNotifications: 2, ledgerRows: 6, deliveries: 4))
     }
 
+    /// R-SMS-1: one `sms` row for an SMS queued or unknown, none for a failed one; any other
+    /// combination is SMS_LEDGER_MISMATCH; the rows never count as a device's charge.
+    func testSMSLedgerRowsMatchTheSMSOutcomes() throws {
+        let none = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+        func smsNotification(_ status: String, ledgerRow: Bool) throws -> UUID {
+            let n = try notification(status: "sms_fallback", deviceCount: 0)
+            try conn.exec("""
+                INSERT INTO push_sms_outbox (notification_id, app_id, phone, text, status, finished_at)
+                VALUES ($1, $2, '+15005550006', 't', $3, CASE WHEN $3 = 'pending' THEN NULL ELSE now() END)
+                """, [.uuid(n), .uuid(app), .text(status)])
+            if ledgerRow { try ledger(n, none, "sms") }
+            return n
+        }
+        _ = try smsNotification("queued", ledgerRow: true)
+        _ = try smsNotification("unknown", ledgerRow: true)
+        _ = try smsNotification("failed", ledgerRow: false)
+        _ = try smsNotification("pending", ledgerRow: false)
+        XCTAssertEqual(try LedgerStore(connection: conn).check(), [])
+        let missing = try smsNotification("queued", ledgerRow: false)
+        let extra = try smsNotification("failed", ledgerRow: true)
+        let found = try LedgerStore(connection: conn).check()
+        XCTAssertEqual(Set(found.map { "\($0.violation) \($0.notificationID)" }),
+                       ["SMS_LEDGER_MISMATCH \(missing)", "SMS_LEDGER_MISMATCH \(extra)"])
+        XCTAssertTrue(found.contains { $0.detail == "sms queued, 0 sms ledger row(s)" }, "\(found)")
+    }
+
     func testSentDeliveryWithRefundIsANetMismatchAndMiscountsDeviceCount() throws {
         let n = try soundNotification()
         let a = try conn.exec("SELECT device_id FROM push_deliveries WHERE notification_id = $1 AND status = 'sent'",

@@ -194,7 +194,7 @@ final class SetBasedRecordTests: PGTestCase {
                        "notification")
     }
 
-    /// sql/0014 leaves room on the queue's pages for the start's heap-only updates (issue 17).
+    /// sql/0017 leaves room on the queue's pages for the start's heap-only updates (issue 17).
     func testTheQueueTablesLeaveRoomForHeapOnlyUpdates() throws {
         let r = try conn.exec("""
             SELECT relname, array_to_string(reloptions, ',') AS options FROM pg_class

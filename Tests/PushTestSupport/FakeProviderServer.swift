@@ -1,8 +1,8 @@
 import Foundation
 
-/// One fake provider (`fake_apns.py` / `fake_fcm.py`) on 127.0.0.1, serving HTTPS (h2) with the
-/// `FakeMaterial` server certificate. Its log lines carry a `kind` (`push`, `hang`, `connection`,
-/// `oauth`).
+/// One fake provider (`fake_apns.py` / `fake_fcm.py`, HTTP/2; `fake_twilio.py`, HTTP/1.1) on
+/// 127.0.0.1, serving HTTPS with the `FakeMaterial` server certificate. Its log lines carry a
+/// `kind` (`push`, `hang`, `connection`, `oauth`; Twilio: `request`, `message`).
 public final class FakeProviderServer {
     private let process: FakeProcess
 
@@ -50,6 +50,16 @@ extension FakeProviderServer {
                                 extra: [String] = []) throws -> FakeProviderServer {
         try start("fake_fcm.py", ["--sa-public-key", try FakeMaterial.file("sa_pub.pem"), "--client-email", clientEmail,
                                   "--project-id", projectID] + extra)
+    }
+
+    /// `fake_twilio.py` (HTTP/1.1 over TLS) answering for `accountSID`, taking basic auth with
+    /// `authToken` and, when given, with the API key `apiKeySID` / `apiKeySecret`; `extra` adds
+    /// options (`--fail-times N`, `--retry-after S`). Log kinds: `connection`, `request`, `message`.
+    /// - Throws: `FakeProcessError` (`mkcerts`, `fake_start`).
+    public static func startTwilio(accountSID: String, authToken: String, apiKeySID: String = "",
+                                   apiKeySecret: String = "", extra: [String] = []) throws -> FakeProviderServer {
+        try start("fake_twilio.py", ["--account-sid", accountSID, "--auth-token", authToken,
+                                     "--api-key-sid", apiKeySID, "--api-key-secret", apiKeySecret] + extra)
     }
 }
 

@@ -70,12 +70,7 @@ class FleetDBTestCase: XCTestCase {
     /// Polls `condition` every 50 ms until true or `timeout` seconds pass; returns the last value.
     @discardableResult
     func waitUntil(timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let end = Date().addingTimeInterval(timeout)
-        while Date() < end {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return try condition()
+        try eventually(timeout: timeout, interval: 0.05, condition)
     }
 
     /// Runs `worker` on its own thread; the returned semaphore is signalled when `run()` returns.

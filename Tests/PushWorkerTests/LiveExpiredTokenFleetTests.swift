@@ -168,6 +168,13 @@ final class WorkerProcess {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
+    /// SIGKILL (no drain, no last words), then waits for the exit.
+    func kill9() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
     func logText() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// The log's JSON lines whose `event` is `event`.

@@ -4,9 +4,10 @@ import PushTestSupport
 extension FakeMaterial {
     /// A service-account JSON file for the fake FCM (client `fcm@pushfleet-test.iam`, project
     /// `pushfleet-test`) holding the private key of `keyFile` (the fake trusts `sa_key.pem` only).
-    static func serviceAccountJSON(tokenURI: String, keyFile: String = "sa_key.pem") throws -> [UInt8] {
+    static func serviceAccountJSON(tokenURI: String, keyFile: String = "sa_key.pem",
+                                   project: String = LiveFakes.fcmProject) throws -> [UInt8] {
         let object: [String: Any] = [
-            "type": "service_account", "project_id": LiveFakes.fcmProject, "client_email": LiveFakes.fcmClient,
+            "type": "service_account", "project_id": project, "client_email": LiveFakes.fcmClient,
             "private_key_id": "kid-1", "private_key": try text(keyFile), "token_uri": tokenURI,
         ]
         return Array(try JSONSerialization.data(withJSONObject: object))

@@ -42,7 +42,12 @@ final class MetricsServerTests: FleetDBTestCase {
                                 metrics: metrics)
         let done = start(worker)
         XCTAssertTrue(try waitUntil(timeout: 30) { try unfinishedNotifications() == 0 }, "the worker did not finish")
-        let after = try RawHTTP.request(port: server.port, "/metrics")
+        // The worker counts a claim's deliveries just after its record commits: wait for the count.
+        var after = try RawHTTP.request(port: server.port, "/metrics")
+        _ = try waitUntil(timeout: 10) {
+            after = try RawHTTP.request(port: server.port, "/metrics")
+            return RawHTTP.sample(after.body, Self.sentSeries) == 18
+        }
         worker.requestStop()
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(RawHTTP.sample(after.body, "pushfleet_jobs_claimed_total"), 3)

@@ -53,6 +53,7 @@ final class WebhookCLITests: XCTestCase {
         XCTAssertEqual(made["event_types"] as? [String], ["push_device.deactivated", "push_notification.finished"])
         let id = try XCTUnwrap(made["id"] as? String)
         XCTAssertEqual(id, id.lowercased(), "ids are lower case")
+        let uuid = try XCTUnwrap(PrefixedID.parse(id, as: .webhookEndpoint), "the endpoint is named by its API id, pwh_...: \(id)")
         XCTAssertEqual(made["app_id"] as? String, app.uuidString.lowercased())
         for read in [["list", "--app", app.uuidString, "--json"], ["show", id, "--json"], ["list", "--app", app.uuidString]] {
             let r = try cli(read, env)
@@ -63,7 +64,8 @@ final class WebhookCLITests: XCTestCase {
         let noKey = try cli(["rotate-secret", id], ["DATABASE_URL": fresh.database.conninfo])
         XCTAssertEqual(noKey.status, 1, noKey.output)
         XCTAssertTrue(noKey.output.contains(CredentialKeys.currentVariable), noKey.output)
-        let rotated = try cli(["rotate-secret", PrefixedID.format(.webhookEndpoint, try XCTUnwrap(UUID(uuidString: id)))], env)
+        // The bare UUID is still taken as input.
+        let rotated = try cli(["rotate-secret", uuid.uuidString.lowercased()], env)
         XCTAssertEqual(rotated.status, 0, rotated.output)
         let newSecret = try XCTUnwrap(rotated.output.components(separatedBy: "secret (shown once): ").last?
             .trimmingCharacters(in: .whitespacesAndNewlines))

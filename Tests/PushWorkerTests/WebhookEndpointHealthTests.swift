@@ -119,13 +119,14 @@ final class WebhookEndpointHealthTests: WebhookDispatchTestCase {
         let list = try cli(["list", "--app", app.uuidString])
         XCTAssertEqual(list.status, 0, list.output)
         let lines = list.output.split(separator: "\n")
-        XCTAssertTrue(lines.contains { $0.hasPrefix(dying.endpoint.id.uuidString.lowercased()) && $0.contains("DISABLED(FAILING") },
+        XCTAssertTrue(lines.contains { $0.hasPrefix(PrefixedID.format(.webhookEndpoint, dying.endpoint.id)) && $0.contains("DISABLED(FAILING") },
                       list.output)
-        XCTAssertTrue(lines.contains { $0.hasPrefix(young.endpoint.id.uuidString.lowercased()) && $0.contains("enabled")
+        XCTAssertTrue(lines.contains { $0.hasPrefix(PrefixedID.format(.webhookEndpoint, young.endpoint.id)) && $0.contains("enabled")
                           && $0.contains("failing_since=") }, list.output)
         let attempts = try cli(["attempts", "--endpoint", dying.endpoint.id.uuidString])
         XCTAssertTrue(attempts.output.contains("failed  500  ENDPOINT_FAILING"), attempts.output)
         XCTAssertTrue(attempts.output.contains("webhook-id=\(last.webhookID)"), attempts.output)
+        XCTAssertTrue(attempts.output.contains("endpoint=\(PrefixedID.format(.webhookEndpoint, dying.endpoint.id))"), attempts.output)
 
         XCTAssertEqual(metrics.disabledTotal.value(["FAILING"]), 1)
         let youngAge = "pushfleet_webhook_oldest_pending_age_seconds{endpoint=\"\(young.endpoint.id.uuidString.lowercased())\"} "

@@ -54,7 +54,9 @@ final class LockedBox<Value>: @unchecked Sendable {
 /// The queue still had open jobs when `drain` gave up.
 struct DrainTimeout: Error, CustomStringConvertible {
     var seconds: TimeInterval
-    var description: String { "queue not drained within \(seconds) s" }
+    /// What was waited for (default: the queue to drain).
+    var what = "queue drained"
+    var description: String { "\(what): not within \(seconds) s" }
 }
 
 /// Which store a worker test runs on.

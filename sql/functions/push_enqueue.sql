@@ -1,4 +1,10 @@
-CREATE FUNCTION push_enqueue(
+-- push_enqueue (sql/0011), restated whole with two changes: the SMS fallback's phone must be an
+-- E.164 number (`+`, 8 to 15 digits, the first not 0; PushCore's SMSText.isE164, checked first by
+-- PushAcceptance) instead of 1 to 32 characters, and a replay after retention erased the content
+-- no longer compares the SMS phone and text (erased with the content now, like the title). The
+-- other bounds, the signature (0011's: 0006's 18 parameters, then the kind fields with defaults)
+-- and the results are 0011's, so this replaces that function and adds no overload.
+CREATE OR REPLACE FUNCTION push_enqueue(
     p_app_id uuid, p_mode text, p_user_ids text[], p_device_ids uuid[],
     p_title text, p_body text, p_data text, p_badge int, p_sound text, p_thread_id text,
     p_collapse_key text, p_priority text, p_send_at timestamptz, p_ttl int,
@@ -105,8 +111,8 @@ BEGIN
         PERFORM push_refuse(CASE WHEN p_sms_phone IS NULL THEN 'sms_fallback.phone' ELSE 'sms_fallback.text' END,
                             'an SMS fallback needs both a phone number and a text');
     END IF;
-    IF p_sms_phone IS NOT NULL AND char_length(p_sms_phone) NOT BETWEEN 1 AND 32 THEN
-        PERFORM push_refuse('sms_fallback.phone', 'must be 1 to 32 characters');
+    IF p_sms_phone IS NOT NULL AND p_sms_phone !~ '^\+[1-9][0-9]{7,14}$' THEN
+        PERFORM push_refuse('sms_fallback.phone', 'must be an E.164 number: + and 8 to 15 digits, the first not 0');
     END IF;
     IF p_sms_text IS NOT NULL AND char_length(p_sms_text) NOT BETWEEN 1 AND 1600 THEN
         PERFORM push_refuse('sms_fallback.text', 'must be 1 to 1600 characters');
@@ -147,8 +153,8 @@ BEGIN
             WHEN v_prev.collapse_key IS DISTINCT FROM p_collapse_key THEN 'collapse_key'
             WHEN v_prev.priority IS DISTINCT FROM v_priority THEN 'priority'
             WHEN v_prev.ttl_seconds IS DISTINCT FROM v_ttl THEN 'ttl'
-            WHEN v_prev.sms_phone IS DISTINCT FROM p_sms_phone THEN 'sms_fallback.phone'
-            WHEN v_prev.sms_text IS DISTINCT FROM p_sms_text THEN 'sms_fallback.text'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.sms_phone IS DISTINCT FROM p_sms_phone THEN 'sms_fallback.phone'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.sms_text IS DISTINCT FROM p_sms_text THEN 'sms_fallback.text'
             WHEN v_prev.push_type IS DISTINCT FROM v_push_type THEN 'push_type'
             WHEN v_prev.interruption_level IS DISTINCT FROM p_interruption_level THEN 'interruption_level'
             WHEN v_prev.relevance_score IS DISTINCT FROM p_relevance_score THEN 'relevance_score'

@@ -1,7 +1,7 @@
--- push_notification.finished (opt-in): when a notification becomes final, whatever path ended it
--- (push_finalize_notification, push_cancel). The WHEN clause is evaluated without calling the
--- function; the function writes the event only when an endpoint asked for this type.
-CREATE FUNCTION push_notification_finished_event() RETURNS trigger
+-- push_notification.finished (sql/0009), restated: the event is written when the notification is
+-- final, before its SMS fallback is sent, and now says so: `sms` is 'queued' for a notification
+-- that ended sms_fallback (its outcome follows in push_notification.sms_finished), null otherwise.
+CREATE OR REPLACE FUNCTION push_notification_finished_event() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM push_webhook_endpoints ep
@@ -10,7 +10,8 @@ BEGIN
         INSERT INTO push_events (app_id, type, payload)
         VALUES (NEW.app_id, 'push_notification.finished',
                 jsonb_build_object('notification_id', NEW.id, 'mode', NEW.mode, 'status', NEW.status,
-                                   'device_count', NEW.device_count, 'error_code', NEW.error_code));
+                                   'device_count', NEW.device_count, 'error_code', NEW.error_code,
+                                   'sms', CASE WHEN NEW.status = 'sms_fallback' THEN 'queued' END));
     END IF;
     RETURN NULL;
 END

@@ -7,6 +7,8 @@
 -- checks more before this call: the key on the curve, the endpoint's host.) The rest is 0003's
 -- upsert, limits and lock order (sql/LOCK_ORDER.md). The limits (R-DEV-5, R-DEV-6) are the
 -- caller's: PushCore's DeviceLimits, passed by DeviceRegistry (sql/0010 made them required).
+-- sql/0016: a token registered again with another platform is refused, TOKEN_PLATFORM_CONFLICT
+-- (R-DEV-2, product decision: a token is one provider's).
 CREATE FUNCTION push_register_device_v2(
     p_app_id uuid, p_mode text, p_platform text, p_token text, p_endpoint text, p_p256dh bytea,
     p_auth_secret bytea, p_user_id text, p_apns_environment text, p_key_action text,
@@ -119,6 +121,12 @@ BEGIN
             USING ERRCODE = '40001';
     END IF;
 
+    -- R-DEV-2 (product decision): a token is one provider's; registering it again with another
+    -- platform is refused, not a silent move of the device to the other provider.
+    IF NOT v_created AND v_dev.platform <> p_platform THEN
+        RAISE EXCEPTION 'TOKEN_PLATFORM_CONFLICT: this token is registered as a % device; a token belongs to one platform', v_dev.platform
+            USING COLUMN = 'platform';
+    END IF;
     IF NOT v_created THEN
         v_reactivated := NOT v_dev.active;
         UPDATE push_devices d SET

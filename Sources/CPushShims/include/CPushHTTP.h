@@ -44,4 +44,13 @@ int cpush_http_connection_fd(struct MHD_Connection *connection);
 
 /// The peer's address as text (IPv4 dotted or IPv6) into buf; 0 on success, -1 otherwise.
 int cpush_http_client_address(struct MHD_Connection *connection, char *buf, size_t len);
+
+/// Whether a header value was cut at a NUL byte the client sent. libmicrohttpd 0.9.75 measures
+/// values with strlen, so `value_size` stops at the first NUL; it parses the header block in place,
+/// ending each line with NUL where its CR and LF were. After a whole value come one or two NULs
+/// (CRLF or bare LF) then the next header's name (`next_key`, NULL for the last header, which is
+/// followed by the blank line's NULs); a non-NUL byte right after the terminator that is not the
+/// next name is the rest of a value cut at its NUL. Reads one byte past the terminator, inside the
+/// header block libmicrohttpd holds.
+int cpush_http_value_was_cut(const char *value, size_t value_size, const char *next_key);
 #endif

@@ -11,11 +11,13 @@ enum APIQueries {
     SELECT \(deviceColumns)
       FROM push_devices d JOIN push_apps a ON a.id = d.app_id
      WHERE d.id = $1::uuid AND d.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
+       AND ($4::uuid[] IS NULL OR a.id = ANY($4::uuid[]))
     """
 
     /// The account's apps (or the one `$2`), each contributing at most `$7` rows from
     /// `push_devices_list_idx` / `push_devices_user_list_idx`, merged newest first.
-    /// `$1` account, `$2` app, `$3` mode, `$4` user, `$5` active, `$6` cursor device, `$7` limit.
+    /// `$1` account, `$2` app, `$3` mode, `$4` user, `$5` active, `$6` cursor device, `$7` limit,
+    /// `$8` the key's apps (NULL: every app of the account).
     static let deviceList = """
     SELECT d.* FROM push_apps a CROSS JOIN LATERAL (
         SELECT \(deviceColumns) FROM push_devices d
@@ -24,6 +26,7 @@ enum APIQueries {
            AND ($6::uuid IS NULL OR (d.created_at, d.id) < (SELECT c.created_at, c.id FROM push_devices c WHERE c.id = $6::uuid))
          ORDER BY d.created_at DESC, d.id DESC LIMIT $7::int) d
      WHERE a.account_id = $1::uuid AND a.deleted_at IS NULL AND ($2::uuid IS NULL OR a.id = $2::uuid)
+       AND ($8::uuid[] IS NULL OR a.id = ANY($8::uuid[]))
      ORDER BY d.created_at DESC, d.id DESC LIMIT $7::int
     """
 
@@ -35,12 +38,13 @@ enum APIQueries {
 
     static let appGet = """
     SELECT \(appColumns) FROM push_apps a WHERE a.id = $1::uuid AND a.account_id = $2::uuid AND a.deleted_at IS NULL
+       AND ($3::uuid[] IS NULL OR a.id = ANY($3::uuid[]))
     """
 
-    /// `push_apps_account_idx`. `$1` account, `$2` cursor app, `$3` limit.
+    /// `push_apps_account_idx`. `$1` account, `$2` cursor app, `$3` limit, `$4` the key's apps.
     static let appList = """
     SELECT \(appColumns) FROM push_apps a
-     WHERE a.account_id = $1::uuid AND a.deleted_at IS NULL
+     WHERE a.account_id = $1::uuid AND a.deleted_at IS NULL AND ($4::uuid[] IS NULL OR a.id = ANY($4::uuid[]))
        AND ($2::uuid IS NULL OR (a.created_at, a.id) < (SELECT c.created_at, c.id FROM push_apps c WHERE c.id = $2::uuid))
      ORDER BY a.created_at DESC, a.id DESC LIMIT $3::int
     """
@@ -55,26 +59,32 @@ enum APIQueries {
     v.attempts
     """
 
-    /// The notification and its deliveries in one round trip (primary keys; one row per delivery,
-    /// or one row with NULL delivery columns).
+    /// The notification, its SMS fallback (push_sms_outbox's unique notification_id) and its
+    /// deliveries in one round trip (primary keys; one row per delivery, or one row with NULL
+    /// delivery columns).
     static let notificationGet = """
-    SELECT \(notificationColumns), \(deliveryColumns)
+    SELECT \(notificationColumns), \(SMSQueries.reportColumns), \(deliveryColumns)
       FROM push_notifications n JOIN push_apps a ON a.id = n.app_id
+      LEFT JOIN push_sms_outbox s ON s.notification_id = n.id
       LEFT JOIN push_deliveries v ON v.notification_id = n.id
      WHERE n.id = $1::uuid AND n.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
+       AND ($4::uuid[] IS NULL OR a.id = ANY($4::uuid[]))
      ORDER BY v.created_at, v.device_id
     """
 
-    /// As `deviceList`, from `push_notifications_list_idx`. `$1` account, `$2` app, `$3` mode,
-    /// `$4` status, `$5` cursor notification, `$6` limit.
+    /// As `deviceList`, from `push_notifications_list_idx`, each with its SMS fallback (one probe of
+    /// push_sms_outbox's unique notification_id per row). `$1` account, `$2` app, `$3` mode,
+    /// `$4` status, `$5` cursor notification, `$6` limit, `$7` the key's apps.
     static let notificationList = """
     SELECT n.* FROM push_apps a CROSS JOIN LATERAL (
-        SELECT \(notificationColumns) FROM push_notifications n
+        SELECT \(notificationColumns), \(SMSQueries.reportColumns) FROM push_notifications n
+          LEFT JOIN push_sms_outbox s ON s.notification_id = n.id
          WHERE n.app_id = a.id AND n.mode = $3::text AND ($4::text IS NULL OR n.status = $4::text)
            AND ($5::uuid IS NULL
                 OR (n.accepted_at, n.id) < (SELECT c.accepted_at, c.id FROM push_notifications c WHERE c.id = $5::uuid))
          ORDER BY n.accepted_at DESC, n.id DESC LIMIT $6::int) n
      WHERE a.account_id = $1::uuid AND a.deleted_at IS NULL AND ($2::uuid IS NULL OR a.id = $2::uuid)
+       AND ($7::uuid[] IS NULL OR a.id = ANY($7::uuid[]))
      ORDER BY n.accepted_at DESC, n.id DESC LIMIT $6::int
     """
 
@@ -82,16 +92,18 @@ enum APIQueries {
     static let notificationVisible = """
     SELECT n.app_id FROM push_notifications n JOIN push_apps a ON a.id = n.app_id
      WHERE n.id = $1::uuid AND n.mode = $2::text AND a.account_id = $3::uuid AND a.deleted_at IS NULL
+       AND ($4::uuid[] IS NULL OR a.id = ANY($4::uuid[]))
     """
 }
 
 /// The GET-by-id reads fused with the key lookup (`APIKeyedReads`): one statement, one round trip,
 /// finds the key by its hash (`push_api_keys_hash_key`) and the object scoped to that key's account
-/// and mode (primary keys). No row: no such key; a row with a NULL object: not visible.
+/// and mode (primary keys), within the key's apps when it is scoped to some (issue 15 part 3). No
+/// row: no such key; a row with a NULL object: not visible.
 enum APIKeyedQueries {
     static let keyColumns = """
     k.id AS key_id, k.account_id AS key_account_id, k.mode AS key_mode, k.permissions AS key_permissions,
-    k.rate_limit_per_second AS key_rate_limit, k.revoked_at IS NOT NULL AS key_revoked
+    k.rate_limit_per_second AS key_rate_limit, k.revoked_at IS NOT NULL AS key_revoked, k.app_ids AS key_app_ids
     """
 
     static let device = """
@@ -99,6 +111,7 @@ enum APIKeyedQueries {
       FROM push_api_keys k
       LEFT JOIN (push_devices d JOIN push_apps a ON a.id = d.app_id AND a.deleted_at IS NULL)
              ON d.id = $2::uuid AND d.mode = k.mode AND a.account_id = k.account_id
+            AND (k.app_ids IS NULL OR a.id = ANY(k.app_ids))
      WHERE k.key_hash = $1::bytea
     """
 
@@ -106,14 +119,17 @@ enum APIKeyedQueries {
     SELECT \(keyColumns), \(APIQueries.appColumns)
       FROM push_api_keys k
       LEFT JOIN push_apps a ON a.id = $2::uuid AND a.account_id = k.account_id AND a.deleted_at IS NULL
+            AND (k.app_ids IS NULL OR a.id = ANY(k.app_ids))
      WHERE k.key_hash = $1::bytea
     """
 
     static let notification = """
-    SELECT \(keyColumns), \(APIQueries.notificationColumns), \(APIQueries.deliveryColumns)
+    SELECT \(keyColumns), \(APIQueries.notificationColumns), \(SMSQueries.reportColumns), \(APIQueries.deliveryColumns)
       FROM push_api_keys k
       LEFT JOIN (push_notifications n JOIN push_apps a ON a.id = n.app_id AND a.deleted_at IS NULL)
              ON n.id = $2::uuid AND n.mode = k.mode AND a.account_id = k.account_id
+            AND (k.app_ids IS NULL OR a.id = ANY(k.app_ids))
+      LEFT JOIN push_sms_outbox s ON s.notification_id = n.id
       LEFT JOIN push_deliveries v ON v.notification_id = n.id
      WHERE k.key_hash = $1::bytea
      ORDER BY v.created_at, v.device_id

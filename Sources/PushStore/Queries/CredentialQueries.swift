@@ -1,4 +1,5 @@
-/// SQL of app credential sets (R-APP-3, R-APP-4) and of the shared provider-token cache
+/// SQL of app credential sets (R-APP-3, R-APP-4; push sets in `push_credentials`, the SMS
+/// provider's in `push_sms_credentials`) and of the shared provider-token cache
 /// (`push_provider_tokens`), in one place. Parameterized, with explicit casts.
 enum CredentialQueries {
     /// Columns every read returns. `version` changes whenever the set itself (config or sealed
@@ -20,7 +21,14 @@ enum CredentialQueries {
     RETURNING \(columns)
     """
 
-    static let byApp = "SELECT \(columns) FROM push_credentials WHERE app_id = $1::uuid ORDER BY kind"
+    /// The app's push sets and its SMS provider's set (R-SMS-1, `push_sms_credentials`, one per
+    /// app), by kind. Primary keys of both tables.
+    static let byApp = """
+    SELECT \(columns) FROM push_credentials WHERE app_id = $1::uuid
+    UNION ALL
+    SELECT \(smsColumns) FROM push_sms_credentials WHERE app_id = $1::uuid
+    ORDER BY kind
+    """
 
     static let all = "SELECT \(columns) FROM push_credentials ORDER BY app_id, kind FOR UPDATE"
 
@@ -31,6 +39,35 @@ enum CredentialQueries {
     """
 
     static let delete = "DELETE FROM push_credentials WHERE app_id = $1::uuid AND kind = $2::text"
+
+    // MARK: - SMS provider sets (sql/0012)
+
+    /// `columns` for `push_sms_credentials`, whose `provider` is the set's kind.
+    static let smsColumns = """
+    app_id, provider AS kind, config::text AS config, sealed_secret, key_version, state, first_accepted_at,
+    invalid_reason, updated_at, md5(sealed_secret || convert_to(config::text, 'UTF8')) AS version
+    """
+
+    /// As `upsert`: the app's one SMS provider set, replaced whole (state `unverified` again, the
+    /// first acceptance kept).
+    static let smsUpsert = """
+    INSERT INTO push_sms_credentials AS c (app_id, provider, config, sealed_secret, key_version, state, updated_at)
+    SELECT $1::uuid, $2::text, $3::jsonb, $4::bytea, 1, 'unverified', now()
+      FROM push_apps a WHERE a.id = $1::uuid AND a.deleted_at IS NULL
+    ON CONFLICT (app_id) DO UPDATE
+       SET provider = excluded.provider, config = excluded.config, sealed_secret = excluded.sealed_secret,
+           key_version = 1, state = 'unverified', invalid_reason = NULL, updated_at = now()
+    RETURNING \(smsColumns)
+    """
+
+    static let smsAll = "SELECT \(smsColumns) FROM push_sms_credentials ORDER BY app_id FOR UPDATE"
+
+    static let smsReseal = """
+    UPDATE push_sms_credentials SET sealed_secret = $3::bytea, key_version = key_version + 1
+     WHERE app_id = $1::uuid AND provider = $2::text
+    """
+
+    static let smsDelete = "DELETE FROM push_sms_credentials WHERE app_id = $1::uuid AND provider = $2::text"
 
     // MARK: - Provider tokens
 

@@ -18,6 +18,7 @@ enum LedgerQueries {
            AND ($2::timestamptz IS NULL OR n.accepted_at < $2::timestamptz)
     ), keys AS (
         SELECT l.notification_id, l.device_id FROM push_ledger l JOIN scope s ON s.id = l.notification_id
+         WHERE l.kind <> 'sms'
         UNION
         SELECT d.notification_id, d.device_id FROM push_deliveries d JOIN scope s ON s.id = d.notification_id
     ), pairs AS (
@@ -50,7 +51,8 @@ enum LedgerQueries {
     /// `DUPLICATE_CHARGE`, `DUPLICATE_REFUND`, `REFUND_WITHOUT_CHARGE`, `NET_MISMATCH` (a final
     /// delivery, or a device of a final notification, netting other than R-SEND-9 says),
     /// `DEVICE_COUNT_MISMATCH` (a final notification whose `device_count` is not the number of its
-    /// devices netting one charge).
+    /// devices netting one charge), `SMS_LEDGER_MISMATCH` (an SMS fallback `queued` or `unknown`
+    /// without its `sms` row, or such a row without one; R-SMS-1).
     static let violations = """
     WITH judged AS MATERIALIZED (\(judgedPairs)), counts AS (
         SELECT s.id, s.device_count,
@@ -76,6 +78,17 @@ enum LedgerQueries {
         SELECT 'DEVICE_COUNT_MISMATCH', id, NULL,
                'device_count ' || device_count || ', devices netting one charge ' || netting_one
           FROM counts WHERE device_count <> netting_one
+        UNION ALL
+        -- R-SMS-1: one 'sms' row exactly for an SMS the provider took or may have taken.
+        SELECT 'SMS_LEDGER_MISMATCH', s.id, NULL,
+               'sms ' || coalesce(m.status, 'missing') || ', ' || (SELECT count(*) FROM push_ledger l
+                   WHERE l.notification_id = s.id AND l.kind = 'sms') || ' sms ledger row(s)'
+          FROM push_notifications s
+          LEFT JOIN push_sms_outbox m ON m.notification_id = s.id
+         WHERE ($1::timestamptz IS NULL OR s.accepted_at >= $1::timestamptz)
+           AND ($2::timestamptz IS NULL OR s.accepted_at < $2::timestamptz)
+           AND (coalesce(m.status IN ('queued', 'unknown'), false)
+                <> EXISTS (SELECT 1 FROM push_ledger l WHERE l.notification_id = s.id AND l.kind = 'sms'))
     )
     SELECT violation, notification_id, device_id, detail FROM found
      ORDER BY violation, notification_id, device_id NULLS FIRST

@@ -27,6 +27,18 @@ enum MaintenanceQueries {
                      FOR UPDATE SKIP LOCKED)
     """
 
+    /// SMS outbox rows (kind `sms`) that ended (done or failed) before `$1`: dispatch state only, the
+    /// SMS's outcome stays on push_sms_outbox (R-SMS-1). `push_outbox_sms_finished_idx`.
+    static let pruneFinishedSMSOutbox = """
+    DELETE FROM push_outbox
+     WHERE id IN (SELECT id FROM push_outbox
+                   WHERE kind = 'sms' AND state IN ('done', 'failed') AND finished_at < $1::timestamptz
+                   ORDER BY finished_at
+                   LIMIT $2::int
+                     FOR UPDATE SKIP LOCKED)
+       AND state IN ('done', 'failed')
+    """
+
     /// Final delivery rows (sent or failed) finished before `$1`. `push_deliveries_finished_idx`.
     static let deleteOldDeliveries = """
     DELETE FROM push_deliveries
@@ -54,8 +66,9 @@ enum MaintenanceQueries {
     DELETE FROM push_events WHERE id IN (SELECT id FROM ev)
     """
 
-    /// Erases title, body, data, sound, thread id and the kind texts (category, target content id,
-    /// critical sound name, loc keys and args, channel id) of notifications final before `$1` and marks them
+    /// Erases title, body, data, sound, thread id, the kind texts (category, target content id,
+    /// critical sound name, loc keys and args, channel id) and the SMS fallback's phone and text
+    /// (R-SMS-1) of notifications final before `$1` and marks them
     /// `content_erased_at` (issue 4 retention), at most `$2` notifications; with them, the request
     /// bodies test mode stored per delivery (`push_deliveries.payload`, which hold the same content,
     /// at most 1,000 devices per test-mode app, R-DEV-6). The rest of the rows (status, counts,
@@ -66,7 +79,8 @@ enum MaintenanceQueries {
         UPDATE push_notifications
            SET title = NULL, body = NULL, data = NULL, sound = NULL, thread_id = NULL, category = NULL,
                target_content_id = NULL, critical_sound_name = NULL, title_loc_key = NULL, title_loc_args = NULL,
-               body_loc_key = NULL, body_loc_args = NULL, channel_id = NULL, content_erased_at = now()
+               body_loc_key = NULL, body_loc_args = NULL, channel_id = NULL, sms_phone = NULL, sms_text = NULL,
+               content_erased_at = now()
          WHERE id IN (SELECT id FROM push_notifications
                        WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL
                        ORDER BY finished_at
@@ -80,6 +94,23 @@ enum MaintenanceQueries {
         RETURNING 1
     )
     SELECT (SELECT count(*) FROM erased)::int AS erased, (SELECT count(*) FROM payloads)::int AS payloads
+    """
+
+    /// R-SMS-1: phone, text and test-mode request of SMS fallbacks final before `$1` whose
+    /// notification's content is erased, at most `$2`; a statement of its own, after the
+    /// notifications' (which lock notification rows only), so it locks SMS rows only
+    /// (sql/LOCK_ORDER.md). `push_sms_outbox_erasable_idx`, then the notification's primary key.
+    static let eraseFinalSMS = """
+    UPDATE push_sms_outbox s
+       SET phone = NULL, text = NULL, request = NULL, content_erased_at = now()
+     WHERE s.id IN (SELECT x.id FROM push_sms_outbox x
+                      JOIN push_notifications n ON n.id = x.notification_id
+                     WHERE x.finished_at IS NOT NULL AND x.finished_at < $1::timestamptz AND x.content_erased_at IS NULL
+                       AND n.content_erased_at IS NOT NULL
+                     ORDER BY x.finished_at
+                     LIMIT $2::int
+                       FOR UPDATE OF x SKIP LOCKED)
+       AND s.content_erased_at IS NULL
     """
 
     /// Folds the queue tally rows of sessions that ended into one row per state

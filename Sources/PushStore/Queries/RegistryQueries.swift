@@ -12,6 +12,11 @@ enum RegistryQueries {
     /// sql/0011 `push_app_update`: the app's columns and its placeholder loc keys.
     static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key"
 
+    /// The policy before a change, the app row locked (primary key; `AppStore.lockedRequireEncryption`).
+    static let appLockPolicy = """
+    SELECT require_encryption FROM push_apps WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE
+    """
+
     static let appUpdate = """
     SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text)
     """

@@ -1,0 +1,113 @@
+import Foundation
+import XCTest
+import PushCore
+
+/// Framing the server refuses itself (`HTTPFraming`) with a JSON 400 `INVALID_REQUEST` naming the
+/// header, before any handler runs: NUL inside a header value (never cut there), a header name
+/// that is not a token (RFC 9112 §5.1), differing Content-Length values (RFC 9112 §6.3), an
+/// HTTP/1.1 request without Host (RFC 9112 §3.2). Nothing is written; the server keeps serving.
+final class HTTPFramingTests: APITestCase {
+    /// Sends `head` (request line and headers, without the blank line) and `body` raw.
+    private func raw(_ head: [UInt8], body: [UInt8] = []) throws -> RawHTTP.Response {
+        let c = try RawHTTP(port: port)
+        try c.send(head + Array("\r\n\r\n".utf8) + body)
+        return try c.readResponse()
+    }
+
+    private func refused(_ label: String, field: String, _ send: () throws -> RawHTTP.Response) throws {
+        let before = try fingerprint()
+        let r = try send()
+        XCTAssertEqual(r.status, 400, "\(label): \(r.text)")
+        XCTAssertEqual(r.errorCode, "INVALID_REQUEST", "\(label): \(r.text)")
+        XCTAssertEqual(r.errorField, field, "\(label): \(r.text)")
+        XCTAssertEqual(r.headers["content-type"], "application/json", label)
+        XCTAssertEqual(try fingerprint(), before, "\(label) wrote something")
+        XCTAssertEqual(try call("GET", "/v1/push/apps/\(appID)", key: testKey).status, 200, "after \(label)")
+    }
+
+    private var sendBody: [UInt8] { Array("{\"app_id\":\"\(appID)\",\"user_ids\":[\"u_nul\"],\"title\":\"t\"}".utf8) }
+
+    /// A send with `extra` raw header bytes (each line without its CRLF).
+    private func send(_ extra: [[UInt8]], host: Bool = true, version: String = "HTTP/1.1") throws -> RawHTTP.Response {
+        var lines: [[UInt8]] = [Array("POST /v1/push/notifications \(version)".utf8)]
+        if host { lines.append(Array("Host: x".utf8)) }
+        lines += [Array("Content-Type: application/json".utf8), Array("Content-Length: \(sendBody.count)".utf8)]
+        if !extra.contains(where: { $0.starts(with: Array("Authorization".utf8)) }) {
+            lines.append(Array("Authorization: Bearer \(testKey)".utf8))
+        }
+        lines += extra
+        return try raw(Array(lines.joined(separator: Array("\r\n".utf8))), body: sendBody)
+    }
+
+    private func header(_ name: String, _ before: String, nul after: String) -> [UInt8] {
+        Array("\(name): \(before)".utf8) + [0] + Array(after.utf8)
+    }
+
+    /// "zz\0first" and "zz\0second" are two keys: neither may be read as "zz" (the second would
+    /// replay the first's notification and never be sent).
+    func testNULInAHeaderValueIsRefusedNotCut() throws {
+        try register(token: "nul_header")
+        try refused("Idempotency-Key zz NUL first", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz", nul: "first")]) }
+        try refused("Idempotency-Key zz NUL second", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz", nul: "second")]) }
+        let plain = try send([Array("Idempotency-Key: zz".utf8)])
+        XCTAssertEqual(plain.status, 201, plain.text)
+        try refused("Idempotency-Key after zz was used", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz", nul: "first")]) }
+        try refused("Authorization with a NUL", field: "Authorization") { try send([header("Authorization", "Bearer \(testKey)", nul: "junk")]) }
+        try refused("Content-Type with a NUL", field: "Content-Type") {
+            try send([header("Content-Type", "application/json", nul: "; charset=latin1")])
+        }
+        // In the middle of the block too (the next header follows the cut value), and a NUL at the end.
+        try refused("NUL header followed by another", field: "Idempotency-Key") {
+            try send([header("Idempotency-Key", "zz", nul: "third"), Array("X-After: 1".utf8)])
+        }
+        try refused("NUL then spaces", field: "X-Trailing") { try send([header("X-Trailing", "v", nul: "  ")]) }
+        // Whole values are not mistaken for cut ones: bare-LF line ends, trailing blanks, empty values.
+        let lf = try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.1\nHost: x\nX-Empty:\nX-Blank: v  \t\nAuthorization: Bearer \(testKey)\nX-Last: 1".utf8))
+        XCTAssertEqual(lf.status, 200, lf.text)
+        try refused("query value with %00", field: "user_id") { try call("GET", "/v1/push/devices?user_id=a%00b", key: testKey) }
+    }
+
+    func testHeaderNameWithWhitespaceIsRefused() throws {
+        try refused("space before the colon", field: "Authorization ") {
+            try raw(Array("GET /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization : Bearer \(testKey)".utf8))
+        }
+    }
+
+    func testDifferingContentLengthsAreRefused() throws {
+        let body = Array("{\"name\":\"raw\"}".utf8)
+        for (a, b) in [(body.count, 3), (3, body.count)] {
+            try refused("Content-Length \(a) then \(b)", field: "Content-Length") {
+                try raw(Array("POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)\r\nContent-Type: application/json\r\nContent-Length: \(a)\r\nContent-Length: \(b)\r\nConnection: close".utf8), body: body)
+            }
+        }
+        // The same value twice frames one body: accepted.
+        let same = try raw(Array("POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nContent-Length: \(body.count)".utf8), body: body)
+        XCTAssertEqual(same.status, 201, same.text)
+    }
+
+    func testHTTP11WithoutHostIsRefused() throws {
+        try refused("HTTP/1.1 without Host", field: "Host") { try send([], host: false) }
+        // HTTP/1.0 has no Host requirement.
+        let old = try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.0\r\nAuthorization: Bearer \(testKey)".utf8))
+        XCTAssertEqual(old.status, 200, old.text)
+    }
+
+    /// HEAD answers as GET does, without the body (RFC 9110 §9.3.2): status, Content-Type and
+    /// Content-Length of the GET, and no body bytes before the next answer on the connection.
+    func testHeadAnswersLikeGetWithoutABody() throws {
+        let get = try call("GET", "/v1/push/apps", key: testKey)
+        XCTAssertEqual(get.status, 200, get.text)
+        let c = try RawHTTP(port: port)
+        try c.send(RawHTTP.requestBytes("HEAD", "/v1/push/apps", headers: [("Authorization", "Bearer \(testKey)")]))
+        let head = try c.readHead()
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.headers["content-type"], "application/json")
+        XCTAssertEqual(head.headers["content-length"], String(get.body.count))
+        // The next answer on the same connection starts right after the head: no body was sent.
+        let next = try c.request("GET", "/v1/push/apps/\(appID)", headers: [("Authorization", "Bearer \(testKey)")])
+        XCTAssertEqual(next.status, 200, next.text)
+        let unauthenticated = try RawHTTP(port: port)
+        try unauthenticated.send(RawHTTP.requestBytes("HEAD", "/v1/push/apps/\(appID)"))
+        XCTAssertEqual(try unauthenticated.readHead().status, 401, "HEAD needs the key GET needs")
+    }
+}
