@@ -65,6 +65,8 @@ public struct NotificationReport: Sendable, Codable {
         public var payload: String?
         /// Length of the stored payload in bytes.
         public var payloadBytes: Int?
+        /// The device's first preview fetch or receipt (R-IDS-4), nil until then.
+        public var confirmedAt: Date? = nil
     }
     public struct LedgerRow: Sendable, Codable {
         @PrefixedUUID<DeviceIDKind> public var deviceID: UUID
@@ -86,6 +88,11 @@ public struct NotificationReport: Sendable, Codable {
     public var ledger: [LedgerRow]
     /// The SMS fallback's outcome (R-SMS-1), once the notification ended `sms_fallback`.
     public var sms: SMSReport?
+    /// Deliveries confirmed by their device's first preview fetch or receipt (R-IDS-4).
+    public var confirmedCount = 0
+    /// When its content was revoked for every device, and the users revoked one by one (issue 24).
+    public var revokedAt: Date? = nil
+    public var revokedUserIDs: [String] = []
 }
 
 /// A device the notification would target now (acceptance size check, R-SEND-7).
@@ -210,18 +217,23 @@ public final class NotificationStore {
                 encrypted: try d.bool(i, "encrypted"), provider: try d.decode(i, "provider"),
                 providerMessageID: try d.decode(i, "provider_message_id"), apnsID: try d.uuid(i, "apns_id"),
                 attempts: try d.int(i, "attempts"), nextAttemptAt: try d.decode(i, "next_attempt_at"),
-                payload: payload.map(Self.printable), payloadBytes: payload?.count)
+                payload: payload.map(Self.printable), payloadBytes: payload?.count,
+                confirmedAt: try d.decode(i, "confirmed_at"))
         }
         let ledger = try l.rows.map { i in
             NotificationReport.LedgerRow(deviceID: try l.uuid(i, "device_id"), kind: try l.string(i, "kind"),
                                          reason: try l.decode(i, "reason"))
         }
-        return NotificationReport(
+        var report = NotificationReport(
             id: try n.uuid(0, "id"), appID: try n.uuid(0, "app_id"), mode: try n.string(0, "mode"),
             status: try n.string(0, "status"), encrypted: try n.decode(0, "encrypted"),
             deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
             sendAt: try n.decode(0, "send_at"), acceptedAt: try n.date(0, "accepted_at"),
             startedAt: try n.decode(0, "started_at"), finishedAt: try n.decode(0, "finished_at"),
             deliveries: deliveries, ledger: ledger, sms: try SMSStore(connection: connection).report(notificationID: id))
+        report.confirmedCount = deliveries.filter { $0.confirmedAt != nil }.count
+        report.revokedAt = try n.decode(0, "revoked_at")
+        report.revokedUserIDs = try PGArrayText.strings(n.string(0, "revoked_user_ids"))
+        return report
     }
 }

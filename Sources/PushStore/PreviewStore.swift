@@ -89,3 +89,27 @@ public final class PreviewStore {
     /// The id a malformed notification id is looked up as (the all-zero UUID, never a row's).
     public static let noNotification = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 }
+
+/// Sent and confirmed deliveries of one app, mode and platform over a window (R-IDS-4), for
+/// `pushfleet stats`: the same rate the Prometheus series give, read from the delivery rows.
+public struct ConfirmationRate: Sendable, Equatable, Codable {
+    @PrefixedUUID<AppIDKind> public var appID: UUID
+    public var mode: String
+    /// `ios`, `android`, `web`, or `other` for a device row gone since (R-DEV-7).
+    public var platform: String
+    public var sent: Int64
+    public var confirmed: Int64
+}
+
+extension PreviewStore {
+    /// Sent deliveries finished since `since` of apps with `confirm_deliveries`, and how many of
+    /// them are confirmed, by app, mode and platform. A range of `push_deliveries_finished_idx`
+    /// (an operator's command, never a hot path).
+    public func confirmationRates(since: Date) throws -> [ConfirmationRate] {
+        let r = try connection.exec(PreviewQueries.confirmationRates, [.date(since)])
+        return try r.rows.map { i in
+            ConfirmationRate(appID: try r.uuid(i, "app_id"), mode: try r.string(i, "mode"), platform: try r.string(i, "platform"),
+                             sent: try r.int64(i, "sent"), confirmed: try r.int64(i, "confirmed"))
+        }
+    }
+}

@@ -81,6 +81,19 @@ enum PreviewQueries {
     SELECT p.app_id, p.mode, p.platform, (SELECT count(*) FROM confirmed) > 0 AS newly_confirmed FROM probe p
     """
 
+    /// `PreviewStore.confirmationRates`: `$1` the window's start.
+    static let confirmationRates = """
+    SELECT n.app_id, n.mode, coalesce(d.platform, 'other') AS platform, count(*)::bigint AS sent,
+           count(v.confirmed_at)::bigint AS confirmed
+      FROM push_deliveries v
+      JOIN push_notifications n ON n.id = v.notification_id
+      JOIN push_apps a ON a.id = n.app_id AND a.confirm_deliveries
+      LEFT JOIN push_devices d ON d.id = v.device_id
+     WHERE v.finished_at IS NOT NULL AND v.finished_at >= $1::timestamptz AND v.status = 'sent'
+     GROUP BY 1, 2, 3
+     ORDER BY 1, 2, 3
+    """
+
     /// sql/0020 `push_revoke`.
     static let revoke = "SELECT push_revoke($1::uuid, $2::text[]) AS revoked"
 }

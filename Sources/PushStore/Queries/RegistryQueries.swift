@@ -98,13 +98,13 @@ enum RegistryQueries {
 
     static let notificationGet = """
     SELECT id, app_id, mode, status, encrypted, device_count, error_code, send_at, accepted_at, started_at,
-           finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids
+           finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids, revoked_at, revoked_user_ids
       FROM push_notifications WHERE id = $1::uuid
     """
 
     static let notificationDeliveries = """
     SELECT device_id, status, error_code, error_detail, encrypted, provider, provider_message_id, apns_id, attempts,
-           next_attempt_at, payload, finished_at
+           next_attempt_at, payload, finished_at, confirmed_at
       FROM push_deliveries WHERE notification_id = $1::uuid ORDER BY created_at, device_id
     """
 
