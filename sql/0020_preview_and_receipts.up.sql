@@ -1,4 +1,4 @@
--- Issue 24 parts 2 to 5 (SPEC R-IDS-2..4): device-bound preview tokens, the preview fetch and its
+-- Issue 24 parts 2 to 5 (R-IDS-2..4, docs/rules.md): device-bound preview tokens, the preview fetch and its
 -- revocation, the preview window of ids_only content, and confirmed deliveries. Expand only: a
 -- worker or API of the previous release keeps working (new columns have defaults or are NULL, the
 -- new registration function stands beside push_register_device_v2).

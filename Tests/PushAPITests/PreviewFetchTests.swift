@@ -71,7 +71,7 @@ final class PreviewFetchTests: PreviewTestCase {
         XCTAssertThrowsError(try EnvelopeSealer().open(enc: enc, ct: ct, with: other), "sealed to this device's key only")
     }
 
-    /// Revocation between the push and the fetch (seed 004): the fetch that answered 200 answers
+    /// Revocation between the push and the fetch (R-IDS-2): the fetch that answered 200 answers
     /// 404 after `revoke`; a revocation for one user leaves the other users' devices served.
     func testRevokeBetweenPushAndFetchAnswers404() throws {
         let alice = try device("test_accept_alice", user: "alice")
