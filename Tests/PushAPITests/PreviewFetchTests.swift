@@ -176,6 +176,54 @@ final class PreviewFetchTests: PreviewTestCase {
         XCTAssertTrue(plans.values.first?.contains("push_devices_preview_token_key") == true, plans.values.first ?? "")
     }
 
+    /// The API's log (every line, debug level, and the access log it writes on standard error)
+    /// never carries a preview token, the notification id of a fetch, or content: the access log
+    /// names the route template and the client only.
+    func testTheLogNeverCarriesAPreviewTokenOrContent() throws {
+        let lines = LockedLines()
+        var config = APIServer.Config(databaseURL: db.database.conninfo, address: try ListenAddress.parse("127.0.0.1:0"),
+                                      management: nil)
+        config.poolSize = 4
+        let server = try APIServer.start(config, log: Log(level: .debug, sink: { lines.append($0) }))
+        extraServers.append(server)
+        let phone = try device("test_accept_logged")
+        let n = try send(extra: #","title":"Secret title 7731","body":"Secret body 5521""#)
+        try deliver()
+        // Standard error into a pipe while the three requests run (a few lines: far below its buffer).
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        let saved = dup(2)
+        dup2(fds[1], 2)
+        let served = try fetch(n, token: phone.token, on: server.api.port)
+        let refused = try fetch(n, token: phone.token + "x", on: server.api.port)
+        let receipt = try RawHTTP.call(port: server.api.port, "POST", "/v1/push/receipts",
+                                       headers: [("Authorization", "Bearer \(phone.token)"), ("Content-Type", "application/json")],
+                                       body: Array("{\"notification_id\":\"\(n)\"}".utf8))
+        Thread.sleep(forTimeInterval: 0.3)  // the access log line is written once the answer is sent
+        dup2(saved, 2)
+        close(saved)
+        close(fds[1])
+        var captured = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let k = read(fds[0], &chunk, chunk.count)
+            if k <= 0 { break }
+            captured += chunk[0..<k]
+        }
+        close(fds[0])
+        XCTAssertEqual(served.status, 200)
+        XCTAssertTrue(served.text.contains("Secret title 7731"), "the fetch was served")
+        XCTAssertEqual(refused.status, 404)
+        XCTAssertEqual(receipt.status, 204)
+        let access = String(decoding: captured, as: UTF8.self)
+        XCTAssertEqual(access.components(separatedBy: "\"route\":\"/v1/push/previews/{id}\"").count - 1, 2, access)
+        XCTAssertTrue(access.contains("\"route\":\"/v1/push/receipts\""), access)
+        let text = access + lines.all.joined(separator: "\n")
+        for secret in [String(phone.token.dropFirst(4).prefix(20)), "Secret title", "Secret body", String(n.dropFirst(5))] {
+            XCTAssertFalse(text.contains(secret), "the log holds \(secret)")
+        }
+    }
+
     /// The executed plan of the fetch for these inputs, as its nodes (type, relation, index) and
     /// how many times each ran, without timings or row counts. (A refusal writes nothing, so
     /// executing it under EXPLAIN ANALYZE changes nothing either.)
@@ -195,4 +243,12 @@ final class PreviewFetchTests: PreviewTestCase {
             return out.joined(separator: "\n")
         }
     }
+}
+
+/// Log lines collected from the server's threads.
+final class LockedLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
 }
