@@ -42,17 +42,26 @@ enum PreviewQueries {
     )
     """
 
+    /// The `confirmed` step (R-IDS-4): the probed delivery marked `confirmed_at` when `condition`
+    /// holds, its app confirms deliveries and it is not confirmed yet (so a second one changes
+    /// nothing); its rows are the deliveries this statement confirmed.
+    static func confirmed(when condition: String) -> String {
+        """
+        confirmed AS (
+            UPDATE push_deliveries v SET confirmed_at = clock_timestamp()
+              FROM probe p
+             WHERE \(condition) AND p.confirm_deliveries AND v.notification_id = p.notification_id
+               AND v.device_id = p.device_id AND v.confirmed_at IS NULL
+            RETURNING v.device_id
+        )
+        """
+    }
+
     /// The fetch: the probe's row with the content when allowed, and the first successful fetch of a
     /// delivery of an app with `confirm_deliveries` marks it `confirmed_at` (R-IDS-4) in the same
     /// statement; `newly_confirmed` is true only for that first one.
     static let fetch = """
-    WITH \(probe), confirmed AS (
-        UPDATE push_deliveries v SET confirmed_at = clock_timestamp()
-          FROM probe p
-         WHERE p.allowed AND p.confirm_deliveries AND v.notification_id = p.notification_id
-           AND v.device_id = p.device_id AND v.confirmed_at IS NULL
-        RETURNING v.device_id
-    )
+    WITH \(probe), \(confirmed(when: "p.allowed"))
     SELECT p.allowed, p.device_id, p.notification_id, p.app_id, p.mode, p.platform,
            CASE WHEN p.allowed THEN p.public_key END AS public_key, CASE WHEN p.allowed THEN p.kid END AS kid,
            CASE WHEN p.allowed THEN p.title END AS title, CASE WHEN p.allowed THEN p.body END AS body,
@@ -71,13 +80,7 @@ enum PreviewQueries {
     /// has `confirm_deliveries`; anything else changes nothing. One row, `newly_confirmed` and
     /// the labels of the confirmation metric.
     static let receipt = """
-    WITH \(probe), confirmed AS (
-        UPDATE push_deliveries v SET confirmed_at = clock_timestamp()
-          FROM probe p
-         WHERE p.delivered AND p.confirm_deliveries AND v.notification_id = p.notification_id
-           AND v.device_id = p.device_id AND v.confirmed_at IS NULL
-        RETURNING v.device_id
-    )
+    WITH \(probe), \(confirmed(when: "p.delivered"))
     SELECT p.app_id, p.mode, p.platform, (SELECT count(*) FROM confirmed) > 0 AS newly_confirmed FROM probe p
     """
 
