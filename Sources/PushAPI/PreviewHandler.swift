@@ -7,7 +7,7 @@ import PushWorker
 /// The routes a device calls with its preview token (issue 24 parts 3 and 5, R-IDS-2..4):
 ///
 /// - `GET /v1/push/previews/{notification_id}`: the content, when the fetch's rule holds now
-///   (`PreviewQueries.probe`): sealed to the device's current key as the seed-000 envelope
+///   (`PreviewQueries.probe`): sealed to the device's current key as the push envelope (R-ENC-2)
 ///   (`{"object":"push_preview","notification_id","envelope":{"v":2,"kid","enc","ct"}}`, opening
 ///   to the R-ENC-3 plaintext), or for a keyless device as that plaintext in clear (`"content"`).
 ///   Every refusal (unknown, malformed or another app's token, unknown or malformed id, revoked,

@@ -31,7 +31,7 @@ final class PreviewFetchTests: PreviewTestCase {
         XCTAssertEqual(try fetch(n, token: rotated.token).status, 200)
     }
 
-    /// A keyed device's preview is the seed-000 envelope sealed to its current key and opens with
+    /// A keyed device's preview is the push envelope (R-ENC-2) sealed to its current key and opens with
     /// its private key to the exact R-ENC-3 plaintext; a keyless device of the same user gets that
     /// plaintext in clear. Both carry the sent title, body and data exactly.
     func testAKeyedPreviewOpensToTheExactContentAndAKeylessOneIsPlainJSON() throws {
