@@ -57,6 +57,10 @@ METRICS = {
     "pushfleet_provider_resumes_total": "counter",
     "pushfleet_provider_probes_total": "counter",
     "pushfleet_deliveries_held_total": "counter",
+    # Confirmed delivery (issue 24, R-IDS-4): sent by the workers, confirmed by the API replicas.
+    "pushfleet_pushes_sent_total": "counter",
+    "pushfleet_pushes_confirmed_total": "counter",
+    "pushfleet_api_preview_rate_limited_total": "counter",
 }
 API_PORT = 8080
 API_MANAGEMENT_PORT = 9465

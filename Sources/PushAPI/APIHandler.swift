@@ -22,17 +22,27 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     let metrics: APIMetrics
     let limiter = RateLimiter()
     let log: Log
+    /// The preview fetch and receipts (issue 24), which take a device's preview token, not a key.
+    var preview: PreviewHandler
 
     /// A handler on `pool`, recording into `metrics`.
-    public init(pool: PGPool, metrics: APIMetrics, log: Log = .shared) {
+    init(pool: PGPool, metrics: APIMetrics, log: Log = .shared, previewLimits: PreviewLimiter.Limits = .init()) {
         self.pool = pool
         self.metrics = metrics
         self.log = log
+        preview = PreviewHandler(pool: pool, metrics: metrics, limits: previewLimits, log: log)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        var response = answer(request)
-        response.client = trustedProxies.client(peer: request.peer, forwardedFor: request.header("x-forwarded-for"))
+        let client = trustedProxies.client(peer: request.peer, forwardedFor: request.header("x-forwarded-for"))
+        var response: HTTPResponse
+        if let (route, id) = PreviewRoute.match(path: request.path) {
+            preview.poolWaitSeconds = poolWaitSeconds
+            response = preview.answer(route, id: id, request: request, client: client)
+        } else {
+            response = answer(request)
+        }
+        response.client = client
         return response
     }
 
@@ -225,13 +235,12 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     /// unknown field, so a caller expecting it to mean something learns it does not.
     static func body(_ route: APIRoute, _ request: HTTPRequest, kind: String? = nil) throws -> RouteBody {
         let bodiless = !route.takesBody
-        if bodiless && (!route.takesEmptyObject || request.body.isEmpty) { return .none }
-        let type = request.header("content-type")?.lowercased() ?? ""
-        let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        let params = type.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
-        guard media == "application/json", params.allSatisfy({ $0 == "charset=utf-8" || $0 == "charset=\"utf-8\"" }) else {
-            throw APIError.unsupportedMediaType()
+        if route == .revokeNotification {
+            if !request.body.isEmpty { try Self.requireJSON(request) }
+            return .revoke(try RevokeBody.decode(request.body))
         }
+        if bodiless && (!route.takesEmptyObject || request.body.isEmpty) { return .none }
+        try requireJSON(request)
         if bodiless {
             try JSONFields.parseBody(request.body).finish()
             return .none
@@ -245,6 +254,16 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         case .updateWebhookEndpoint: return .webhookEndpoint(try WebhookEndpointBody.decode(request.body, creating: false))
         case .setCredentials: return .credentials(try CredentialBody.decode(request.body, kind: try CredentialBody.kind(kind)))
         default: return .none
+        }
+    }
+
+    /// 415 unless the body is `application/json` (charset utf-8 at most).
+    static func requireJSON(_ request: HTTPRequest) throws {
+        let type = request.header("content-type")?.lowercased() ?? ""
+        let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let params = type.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+        guard media == "application/json", params.allSatisfy({ $0 == "charset=utf-8" || $0 == "charset=\"utf-8\"" }) else {
+            throw APIError.unsupportedMediaType()
         }
     }
 
@@ -292,4 +311,5 @@ enum RouteBody {
     case notification(NotificationBody)
     case webhookEndpoint(WebhookEndpointBody)
     case credentials(CredentialBody)
+    case revoke(RevokeBody)
 }

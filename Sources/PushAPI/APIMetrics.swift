@@ -16,6 +16,10 @@ public final class APIMetrics: @unchecked Sendable {
     public let dbErrors = Counter()
     /// 1 when the database is reachable with a recent enough schema and the server is not draining.
     public let ready = Gauge()
+    /// Deliveries confirmed by a first preview fetch or receipt (R-IDS-4); the workers count the sent ones.
+    public let pushesConfirmed = ConfirmationMetrics.confirmed()
+    /// Preview fetches and receipts refused by their rate limits, by which limit (token, address, overall).
+    public let previewLimited = LabeledCounter(labelNames: ["limit"])
     private let lock = NSLock()
     private var sources: (() -> PGPool.Stats?, () -> (connections: Int, inFlight: Int, deadlineClosures: Int)?) = ({ nil }, { nil })
 
@@ -66,6 +70,11 @@ public final class APIMetrics: @unchecked Sendable {
         out += "pushfleet_api_inflight_requests \(server?.inFlight ?? 0)\n"
         header("pushfleet_api_deadline_closed_total", "counter", "Connections closed because a request missed its absolute deadline.")
         out += "pushfleet_api_deadline_closed_total \(server?.deadlineClosures ?? 0)\n"
+        out += pushesConfirmed.render()
+        header("pushfleet_api_preview_rate_limited_total", "counter", "Preview fetches and receipts refused with 429, by limit.")
+        for (labels, v) in previewLimited.snapshot.sorted(by: { $0.key.joined() < $1.key.joined() }) {
+            out += "pushfleet_api_preview_rate_limited_total{limit=\"\(labels[0])\"} \(num(v))\n"
+        }
         header("pushfleet_api_ready", "gauge", "1 when the database is reachable with a recent enough schema and the server is not draining.")
         out += "pushfleet_api_ready \(num(ready.current))\n"
         return out

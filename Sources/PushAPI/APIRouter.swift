@@ -5,7 +5,7 @@ import PushCore
 public enum APIRoute: String, Sendable, CaseIterable {
     case registerDevice, listDevices, getDevice, deleteDevice
     case createApp, listApps, getApp, updateApp
-    case sendNotification, listNotifications, getNotification, cancelNotification
+    case sendNotification, listNotifications, getNotification, cancelNotification, revokeNotification
     case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
     case rotateWebhookSecret
     case listCredentials, setCredentials, deleteCredentials
@@ -18,7 +18,8 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .setCredentials: return "PUT"
         case .deleteDevice, .deleteWebhookEndpoint, .deleteCredentials, .eraseUser: return "DELETE"
         case .updateApp, .updateWebhookEndpoint: return "PATCH"
-        case .createApp, .sendNotification, .cancelNotification, .createWebhookEndpoint, .rotateWebhookSecret: return "POST"
+        case .createApp, .sendNotification, .cancelNotification, .revokeNotification, .createWebhookEndpoint, .rotateWebhookSecret:
+            return "POST"
         case .listDevices, .getDevice, .listApps, .getApp, .listNotifications, .getNotification, .listWebhookEndpoints,
              .getWebhookEndpoint, .listCredentials, .listAuditEvents, .usage:
             return "GET"
@@ -36,6 +37,7 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .sendNotification, .listNotifications: return "/v1/push/notifications"
         case .getNotification: return "/v1/push/notifications/{id}"
         case .cancelNotification: return "/v1/push/notifications/{id}/cancel"
+        case .revokeNotification: return "/v1/push/notifications/{id}/revoke"
         case .createWebhookEndpoint, .listWebhookEndpoints: return "/v1/push/webhook_endpoints"
         case .getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint: return "/v1/push/webhook_endpoints/{id}"
         case .rotateWebhookSecret: return "/v1/push/webhook_endpoints/{id}/rotate_secret"
@@ -53,7 +55,7 @@ public enum APIRoute: String, Sendable, CaseIterable {
         case .registerDevice: return (.pushDevices, .write)
         case .deleteDevice: return (.pushDevices, .delete)
         case .listDevices, .getDevice, .listNotifications, .getNotification: return (.push, .read)
-        case .sendNotification, .cancelNotification: return (.push, .write)
+        case .sendNotification, .cancelNotification, .revokeNotification: return (.push, .write)
         case .listApps, .getApp, .listCredentials: return (.pushApps, .read)
         case .createApp, .updateApp, .setCredentials, .deleteCredentials: return (.pushApps, .write)
         case .listWebhookEndpoints, .getWebhookEndpoint: return (.webhooks, .read)
@@ -83,6 +85,30 @@ public enum APIRoute: String, Sendable, CaseIterable {
     public var takesEmptyObject: Bool { self == .cancelNotification || self == .rotateWebhookSecret }
 }
 
+/// The two routes a device calls with its preview token instead of an API key (issue 24 parts 3
+/// and 5, R-IDS-2..4): the preview fetch and receipts. No API key, permission or account is
+/// involved; `PreviewHandler` answers them. Pure.
+public enum PreviewRoute: String, Sendable, CaseIterable {
+    case fetchPreview, postReceipt
+
+    /// HTTP method.
+    public var method: String { self == .fetchPreview ? "GET" : "POST" }
+
+    /// Path template, also the route label of logs and metrics.
+    public var template: String { self == .fetchPreview ? "/v1/push/previews/{id}" : "/v1/push/receipts" }
+
+    /// The preview route of `path` (exact, no trailing slash) with its raw `{id}`, any method; nil
+    /// for every other path.
+    public static func match(path: String) -> (PreviewRoute, id: String?)? {
+        if path == "/v1/push/receipts" { return (.postReceipt, nil) }
+        let prefix = "/v1/push/previews/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let id = String(path.dropFirst(prefix.count))
+        guard !id.isEmpty, !id.contains("/") else { return nil }
+        return (.fetchPreview, id)
+    }
+}
+
 /// What the router made of a method and path.
 public enum RouteMatch: Sendable, Equatable {
     /// A route, with the raw `{id}` segment when the template has one, and the `{kind}` segment.
@@ -99,7 +125,7 @@ public enum APIRouter {
     /// matches the path's `GET` route, and is listed after `GET` in a 405's `Allow`.
     public static func match(method: String, path: String) -> RouteMatch {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        // "", "v1", "push", collection [, id [, "cancel" | "rotate_secret" | "credentials" [, kind]]]
+        // "", "v1", "push", collection [, id [, "cancel" | "revoke" | "rotate_secret" | "credentials" [, kind]]]
         guard parts.count >= 4, parts.count <= 7, parts[0].isEmpty, parts[1] == "v1", parts[2] == "push" else { return .notFound }
         let collection = parts[3]
         let id = parts.count >= 5 ? String(parts[4]) : nil
@@ -117,6 +143,7 @@ public enum APIRouter {
         case ("notifications", 4): candidates = [.sendNotification, .listNotifications]
         case ("notifications", 5): candidates = [.getNotification]
         case ("notifications", 6) where parts[5] == "cancel": candidates = [.cancelNotification]
+        case ("notifications", 6) where parts[5] == "revoke": candidates = [.revokeNotification]
         case ("webhook_endpoints", 4): candidates = [.createWebhookEndpoint, .listWebhookEndpoints]
         case ("webhook_endpoints", 5): candidates = [.getWebhookEndpoint, .updateWebhookEndpoint, .deleteWebhookEndpoint]
         case ("webhook_endpoints", 6) where parts[5] == "rotate_secret": candidates = [.rotateWebhookSecret]

@@ -36,6 +36,7 @@ struct APIRoutes {
         case (.listNotifications, _): return try listNotifications()
         case (.getNotification, _): return ok(ResponseBodies.notification(try visibleNotification(id)))
         case (.cancelNotification, _): return try cancel(id)
+        case (.revokeNotification, .revoke(let b)): return try revoke(id, b)
         case (.createWebhookEndpoint, .webhookEndpoint(let b)): return try createWebhookEndpoint(b)
         case (.listWebhookEndpoints, _): return try listWebhookEndpoints()
         case (.getWebhookEndpoint, _): return ok(ResponseBodies.webhookEndpoint(try visibleWebhookEndpoint(id)))
@@ -60,7 +61,12 @@ struct APIRoutes {
         registration.appID = app
         registration.mode = principal.mode
         let result = try accepted { try acceptance.registerDevice(registration) }
-        return ok(ResponseBodies.device(result.device))
+        // The preview token is answered once, when made (issue 24 part 2): only its hash is kept.
+        guard let token = result.previewToken, case .object(var o) = ResponseBodies.device(result.device) else {
+            return ok(ResponseBodies.device(result.device))
+        }
+        o.members.append(.init("preview_token", .string(token)))
+        return ok(.object(o))
     }
 
     func listDevices() throws -> HTTPResponse {
@@ -104,13 +110,13 @@ struct APIRoutes {
         guard principal.appIDs == nil else {
             throw APIError.forbidden("this key is limited to some apps and cannot create one; use a key of the whole account")
         }
-        let app = try accepted {
-            try acceptance.createApp(AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
-                                                      placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
-                                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
-                                                      placeholderBodyLocKey: b.placeholderBodyLocKey,
-                                                      accountID: principal.accountID))
-        }
+        var create = AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
+                                      placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
+                                      placeholderTitleLocKey: b.placeholderTitleLocKey,
+                                      placeholderBodyLocKey: b.placeholderBodyLocKey, accountID: principal.accountID)
+        create.confirmDeliveries = b.confirmDeliveries
+        create.previewWindowSeconds = b.previewWindowSeconds
+        let app = try accepted { try acceptance.createApp(create) }
         return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(app)))
     }
 
@@ -137,6 +143,8 @@ struct APIRoutes {
                                       placeholderTitleLocKey: b.placeholderTitleLocKey,
                                       placeholderBodyLocKey: b.placeholderBodyLocKey)
         update.actor = principal.actor
+        update.confirmDeliveries = b.confirmDeliveries
+        update.previewWindowSeconds = b.previewWindowSeconds
         let app = try accepted { try acceptance.updateApp(id: current.id, update) }
         return ok(ResponseBodies.app(app))
     }
@@ -192,6 +200,16 @@ struct APIRoutes {
             throw APIError.notFound("no such notification")
         }
         try accepted { try acceptance.cancelNotification(id: nid, appID: app, mode: principal.mode) }
+        return ok(ResponseBodies.notification(try visibleNotification(text)))
+    }
+
+    /// Revokes the notification's content for preview fetches, for every device or the devices of
+    /// `user_ids` (issue 24 part 4, R-IDS-2): later fetches answer 404. Answers the notification.
+    func revoke(_ id: String?, _ b: RevokeBody) throws -> HTTPResponse {
+        guard let text = id, let nid = PrefixedID.parse(text, as: .notification), let app = try reads.notificationApp(id: nid) else {
+            throw APIError.notFound("no such notification")
+        }
+        try accepted { try acceptance.revokeNotification(id: nid, appID: app, mode: principal.mode, userIDs: b.userIDs) }
         return ok(ResponseBodies.notification(try visibleNotification(text)))
     }
 

@@ -2,6 +2,23 @@ import Foundation
 import PushStore
 import PushWorker
 
+/// The preview routes' rate limits (issue 24 part 3): requests per second and burst for one
+/// preview token, one client address and the whole replica. Defaults in `PreviewLimiter.Limits`.
+public struct PreviewRateLimits: Sendable, Equatable {
+    public var perTokenRate = 5.0, perTokenBurst = 20.0
+    public var perAddressRate = 50.0, perAddressBurst = 200.0
+    public var overallRate = 2000.0, overallBurst = 4000.0
+
+    /// The defaults.
+    public init() {}
+
+    var limits: PreviewLimiter.Limits {
+        PreviewLimiter.Limits(perToken: .init(rate: perTokenRate, burst: perTokenBurst),
+                              perAddress: .init(rate: perAddressRate, burst: perAddressBurst),
+                              overall: .init(rate: overallRate, burst: overallBurst))
+    }
+}
+
 /// `pushfleet api`: the API on one address and `/healthz`, `/readyz`, `/metrics` on a management
 /// address (never the public one), over a bounded pool of database sessions. Stateless: any
 /// number of replicas may run behind an ordinary load balancer (keys, rate-limit buckets and
@@ -28,6 +45,9 @@ public final class APIServer: @unchecked Sendable {
         public var webhooks = WebhookSettings(keys: nil, allowLoopback: false)
         /// OAuth access tokens (issue 15 part 1); nil: API keys only.
         public var oauth: OAuthSettings?
+        /// The preview routes' rate limits per token, per client address and overall (issue 24
+        /// part 3), in requests per second with their bursts; `PUSHFLEET_PREVIEW_RATE_*`.
+        public var previewLimits = PreviewRateLimits()
 
         /// A configuration with the defaults.
         public init(databaseURL: String, address: ListenAddress, management: ListenAddress?) {
@@ -63,7 +83,7 @@ public final class APIServer: @unchecked Sendable {
     public static func start(_ config: Config, log: Log = .shared) throws -> APIServer {
         let pool = PGPool(config: PGPool.Config(conninfo: config.databaseURL, maxConnections: config.poolSize))
         let metrics = APIMetrics()
-        let handler = APIHandler(pool: pool, metrics: metrics, log: log)
+        let handler = APIHandler(pool: pool, metrics: metrics, log: log, previewLimits: config.previewLimits.limits)
         handler.trustedProxies = config.trustedProxies
         handler.webhooks = config.webhooks
         if let oauth = config.oauth {

@@ -35,10 +35,25 @@ public struct DeviceBody: Sendable {
         case .null: key = .remove
         case .value(let text): key = .set(text)
         }
+        let rotate = try f.bool("rotate_preview_token") ?? false
         try f.finish()
         return DeviceBody(appID: appID, request: DeviceRegistrationRequest(
             appID: placeholderID, mode: .test, platform: platform, token: token, subscription: subscription,
-            userID: userID, apnsEnvironment: environment, encryptionKey: key))
+            userID: userID, apnsEnvironment: environment, encryptionKey: key, rotatePreviewToken: rotate))
+    }
+}
+
+/// `POST /v1/push/notifications/{id}/revoke`: no body, `{}`, or `{"user_ids": [...]}` (issue 24
+/// part 4). - Throws: `APIError` 400 / 422.
+struct RevokeBody: Sendable {
+    var userIDs: [String]?
+
+    static func decode(_ body: [UInt8]) throws -> RevokeBody {
+        if body.isEmpty { return RevokeBody() }
+        var f = try JSONFields.parseBody(body)
+        let users = try f.strings("user_ids")
+        try f.finish()
+        return RevokeBody(userIDs: users)
     }
 }
 
@@ -54,16 +69,22 @@ public struct AppBody: Sendable {
     public var placeholderBody: String?
     public var placeholderTitleLocKey: String?
     public var placeholderBodyLocKey: String?
+    /// `confirm_deliveries` (R-IDS-4).
+    public var confirmDeliveries: Bool?
+    /// `preview_window_seconds` (issue 24 part 4).
+    public var previewWindowSeconds: Int?
 
     /// Reads the body; `creating` requires `name`.
     public static func decode(_ body: [UInt8], creating: Bool) throws -> AppBody {
         var f = try JSONFields.parseBody(body)
         let name = creating ? try f.requiredString("name") : try f.string("name")
-        let b = AppBody(name: name, requireEncryption: try f.bool("require_encryption"),
+        var b = AppBody(name: name, requireEncryption: try f.bool("require_encryption"),
                         placeholderTitle: try f.string("placeholder_title"),
                         placeholderBody: try f.string("placeholder_body"),
                         placeholderTitleLocKey: try f.string("placeholder_title_loc_key"),
                         placeholderBodyLocKey: try f.string("placeholder_body_loc_key"))
+        b.confirmDeliveries = try f.bool("confirm_deliveries")
+        b.previewWindowSeconds = try f.int("preview_window_seconds")
         try f.finish()
         return b
     }

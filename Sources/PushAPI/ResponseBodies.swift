@@ -27,7 +27,9 @@ enum ResponseBodies {
             .init("name", .string(a.name)), .init("require_encryption", .bool(a.requireEncryption)),
             .init("placeholder_title", .string(a.placeholderTitle)), .init("placeholder_body", .string(a.placeholderBody)),
             .init("placeholder_title_loc_key", text(a.placeholderTitleLocKey)),
-            .init("placeholder_body_loc_key", text(a.placeholderBodyLocKey)), .init("created_at", time(a.createdAt)),
+            .init("placeholder_body_loc_key", text(a.placeholderBodyLocKey)),
+            .init("confirm_deliveries", .bool(a.confirmDeliveries)),
+            .init("preview_window_seconds", int(a.previewWindowSeconds)), .init("created_at", time(a.createdAt)),
         ]))
     }
 
@@ -36,6 +38,7 @@ enum ResponseBodies {
             .init("id", .string(PrefixedID.format(.notification, n.id))), .init("object", .string("push_notification")),
             .init("app_id", .string(PrefixedID.format(.app, n.appID))), .init("status", .string(n.status)),
             .init("encrypted", bool(n.encrypted)), .init("device_count", int(n.deviceCount)),
+            .init("confirmed_count", int(n.confirmedCount)), .init("revoked", .bool(n.revoked)),
             .init("error_code", text(n.errorCode)), .init("send_at", time(n.sendAt)),
             .init("created_at", time(n.acceptedAt)), .init("finished_at", time(n.finishedAt)),
             .init("sms", n.sms.map(sms) ?? .null),
@@ -45,7 +48,7 @@ enum ResponseBodies {
                 .object(JSONObject([
                     .init("device_id", .string(PrefixedID.format(.device, d.deviceID))), .init("status", .string(d.status)),
                     .init("encrypted", .bool(d.encrypted)), .init("error_code", text(d.errorCode)),
-                    .init("attempts", int(d.attempts)),
+                    .init("attempts", int(d.attempts)), .init("confirmed_at", time(d.confirmedAt)),
                 ]))
             })))
         }

@@ -117,6 +117,34 @@ public final class AcceptanceService {
         }
     }
 
+    /// Revokes a notification's content for preview fetches (issue 24 part 4, R-IDS-2): for every
+    /// device, or only the devices of `userIDs` (1 to 1,000 ids of 1 to 255 characters). Later
+    /// fetches answer the same 404 as every other refusal. With `appID` or `mode` given, a
+    /// notification of another app or mode is `NOT_FOUND` (R-MODE-1), as in `cancelNotification`.
+    /// - Throws: `AcceptanceError` `NOT_FOUND`, `VALIDATION_ERROR` (field `user_ids`); `PGError`.
+    public func revokeNotification(id: UUID, appID: UUID? = nil, mode: Mode? = nil, userIDs: [String]? = nil) throws {
+        if let users = userIDs {
+            guard (1...1000).contains(users.count) else {
+                throw AcceptanceError(.validationError, "user_ids must hold 1 to 1000 user ids", field: "user_ids")
+            }
+            for u in users where u.isEmpty || u.unicodeScalars.count > DeviceRegistration.maxUserIDLength
+                || u.unicodeScalars.contains("\u{0}") {
+                throw AcceptanceError(.validationError, "user_ids: each must be 1 to \(DeviceRegistration.maxUserIDLength) characters, without NUL",
+                                      field: "user_ids")
+            }
+        }
+        let conn = try connection()
+        let store = NotificationStore(connection: conn)
+        let shown = PrefixedID.format(.notification, id)
+        guard let scope = try store.scope(id: id), appID.map({ $0 == scope.appID }) ?? true,
+              mode.map({ $0.rawValue == scope.mode }) ?? true else {
+            throw AcceptanceError(.notFound, "no notification \(shown)")
+        }
+        guard try Self.stored({ try PreviewStore(connection: conn).revoke(notificationID: id, userIDs: userIDs) }) else {
+            throw AcceptanceError(.notFound, "no notification \(shown)")
+        }
+    }
+
     // MARK: - Devices
 
     /// Registers (upserts) a device (R-DEV-1..8): every field validated (the token's alphabet, the
@@ -145,8 +173,11 @@ public final class AcceptanceService {
             throw AcceptanceError(e)
         }
         let registry = DeviceRegistry(connection: try connection(), appLimitOverride: appDeviceLimit)
-        let r = try Self.stored { try registry.register(appID: request.appID, registration) }
-        return DeviceRegistrationResult(device: r.device, created: r.created, reactivated: r.reactivated, evicted: r.evicted)
+        let r = try Self.stored {
+            try registry.register(appID: request.appID, registration, rotatePreviewToken: request.rotatePreviewToken)
+        }
+        return DeviceRegistrationResult(device: r.device, created: r.created, reactivated: r.reactivated, evicted: r.evicted,
+                                        previewToken: r.previewToken)
     }
 
     /// Deletes (deactivates) a device of `appID` and `mode` (R-DEV-7; registering its token again
@@ -191,7 +222,9 @@ public final class AcceptanceService {
             try store.appCreate(name: request.name, requireEncryption: request.requireEncryption,
                                 placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                 placeholderTitleLocKey: request.placeholderTitleLocKey,
-                                placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID)
+                                placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID,
+                                preview: AppPreviewSettings(confirmDeliveries: request.confirmDeliveries,
+                                                            windowSeconds: request.previewWindowSeconds))
         }
     }
 
@@ -210,7 +243,9 @@ public final class AcceptanceService {
                 try AppStore(connection: c).appUpdate(id: id, requireEncryption: request.requireEncryption,
                                                       placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                                       name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
-                                                      placeholderBodyLocKey: request.placeholderBodyLocKey)
+                                                      placeholderBodyLocKey: request.placeholderBodyLocKey,
+                                                      preview: AppPreviewSettings(confirmDeliveries: request.confirmDeliveries,
+                                                                                  windowSeconds: request.previewWindowSeconds))
             })
         }
         let app = request.requireEncryption == nil ? try update(conn) : try conn.transaction { c -> PushApp? in

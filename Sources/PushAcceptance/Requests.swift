@@ -168,11 +168,15 @@ public struct DeviceRegistrationRequest: Sendable, Equatable {
     public var encryptionKey: EncryptionKeyChange
     /// Accept endpoints on loopback or private addresses: for tests with a local fake only.
     public var allowLoopbackEndpoints: Bool
+    /// Field `rotate_preview_token`: make the device a new preview token, invalidating the old one
+    /// (issue 24 part 2; also the way out when the answer carrying a token was lost).
+    public var rotatePreviewToken: Bool
 
     /// A request; `encryptionKey` defaults to `.keep` (the field absent).
     public init(appID: UUID, mode: Mode, platform: String, token: String? = nil, subscription: WebSubscription? = nil,
                 userID: String, apnsEnvironment: String? = nil, encryptionKey: EncryptionKeyChange = .keep,
-                allowLoopbackEndpoints: Bool = false) {
+                allowLoopbackEndpoints: Bool = false, rotatePreviewToken: Bool = false) {
+        self.rotatePreviewToken = rotatePreviewToken
         self.appID = appID
         self.mode = mode
         self.platform = platform
@@ -196,6 +200,9 @@ public struct DeviceRegistrationResult: Sendable, Equatable {
     public var reactivated: Bool
     /// The user's other devices deactivated with `DEVICE_LIMIT` (R-DEV-5).
     public var evicted: [UUID]
+    /// The device's new preview token (`ppt_...`), answered once: when the device was created or
+    /// its token rotated; nil otherwise.
+    public var previewToken: String? = nil
 }
 
 /// A new push app (R-APP-1), as `POST /v1/push/apps` and `pushfleet apps create` give it.
@@ -214,6 +221,10 @@ public struct AppCreateRequest: Sendable, Equatable {
     public var placeholderBodyLocKey: String?
     /// The owning account (R-API-1: the API key's); nil = the default account (sql/0008).
     public var accountID: UUID?
+    /// Field `confirm_deliveries` (R-IDS-4); nil = false.
+    public var confirmDeliveries: Bool? = nil
+    /// Field `preview_window_seconds` (issue 24 part 4), 60 to 2,419,200; nil = 259,200 (72 h).
+    public var previewWindowSeconds: Int? = nil
 
     /// Makes a request.
     public init(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
@@ -248,6 +259,10 @@ public struct AppUpdateRequest: Sendable, Equatable {
     /// Who asks, for the audit log when `require_encryption` changes (issue 15 part 5): the API
     /// key's prefix, `oauth:` + a token's subject, `cli:` + a login.
     public var actor: String = AuditStore.unnamedActor
+    /// Field `confirm_deliveries` (R-IDS-4).
+    public var confirmDeliveries: Bool? = nil
+    /// Field `preview_window_seconds` (issue 24 part 4), 60 to 2,419,200.
+    public var previewWindowSeconds: Int? = nil
 
     /// Makes a request.
     public init(name: String? = nil, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,

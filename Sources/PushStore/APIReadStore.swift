@@ -13,6 +13,8 @@ public struct APIDelivery: Sendable, Equatable {
     public var errorCode: String?
     /// Provider attempts made.
     public var attempts: Int
+    /// When its device's first preview fetch or receipt confirmed it (R-IDS-4), nil until then.
+    public var confirmedAt: Date? = nil
 }
 
 /// A notification as the API shows it: `encrypted` is nil until its send time (R-SEND-2);
@@ -40,6 +42,10 @@ public struct APINotification: Sendable, Equatable {
     public var deliveries: [APIDelivery]?
     /// Its SMS fallback's outcome (R-SMS-1), the facts `notifications show` prints; nil when it has none.
     public var sms: SMSReport?
+    /// Deliveries confirmed by their device's first preview fetch or receipt (R-IDS-4).
+    public var confirmedCount = 0
+    /// True once its content was revoked for every device (issue 24 part 4).
+    public var revoked = false
 }
 
 /// One page of a list: at most the limit asked for, and whether more follow.
@@ -125,8 +131,10 @@ public final class APIReadStore {
             guard let device: UUID = try r.decode(i, "device_id") else { return nil }
             return APIDelivery(deviceID: device, status: try r.string(i, "delivery_status"),
                                encrypted: try r.bool(i, "delivery_encrypted"),
-                               errorCode: try r.decode(i, "delivery_error_code"), attempts: try r.int(i, "attempts"))
+                               errorCode: try r.decode(i, "delivery_error_code"), attempts: try r.int(i, "attempts"),
+                               confirmedAt: try r.decode(i, "delivery_confirmed_at"))
         }
+        n.confirmedCount = n.deliveries?.filter { $0.confirmedAt != nil }.count ?? 0
         return n
     }
 
@@ -154,11 +162,15 @@ public final class APIReadStore {
     }
 
     static func notification(_ r: PGResult, _ i: Int) throws -> APINotification {
-        APINotification(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), status: try r.string(i, "status"),
-                        encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
-                        errorCode: try r.decode(i, "error_code"), sendAt: try r.decode(i, "send_at"),
-                        acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
-                        deliveries: nil, sms: try SMSStore.report(r, i))
+        var n = APINotification(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), status: try r.string(i, "status"),
+                                encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
+                                errorCode: try r.decode(i, "error_code"), sendAt: try r.decode(i, "send_at"),
+                                acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
+                                deliveries: nil, sms: try SMSStore.report(r, i))
+        n.revoked = try r.bool(i, "revoked")
+        // Lists carry the count (`APIQueries.notificationList`); a read with deliveries counts them.
+        if (try? r.columnIndex(named: "confirmed_count")) != nil { n.confirmedCount = try r.int(i, "confirmed_count") }
+        return n
     }
 }
 

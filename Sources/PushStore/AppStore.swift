@@ -13,10 +13,32 @@ public struct PushApp: Sendable, Codable, Equatable {
     /// `placeholder_body_loc_key` (R-KIND-3): sent as `loc-key` instead of the body when set.
     public var placeholderBodyLocKey: String?
     public var deleted: Bool
+    /// `confirm_deliveries` (R-IDS-4): a device's first preview fetch or receipt marks its delivery
+    /// confirmed. Off by default (the operator then learns when and from where a device showed it).
+    public var confirmDeliveries: Bool = false
+    /// `preview_window_seconds` (issue 24 part 4): how long an `ids_only` notification's content is
+    /// kept for the device's fetch after its send time, never past its expiry. 72 hours by default.
+    public var previewWindowSeconds: Int = AppPreviewSettings.defaultWindowSeconds
     /// When the app was created.
     public var createdAt: Date
     /// When its fields last changed.
     public var updatedAt: Date
+}
+
+/// An app's preview settings (issue 24 parts 4 and 5) as a create or update gives them; nil leaves
+/// one unchanged (or at its default). Bounds are `push_app_set_preview`'s (sql/0020).
+public struct AppPreviewSettings: Sendable, Equatable {
+    /// The default preview window: 72 hours.
+    public static let defaultWindowSeconds = 259_200
+    /// `confirm_deliveries`.
+    public var confirmDeliveries: Bool?
+    /// `preview_window_seconds`, 60 to 2,419,200.
+    public var windowSeconds: Int?
+    /// Settings; both nil by default.
+    public init(confirmDeliveries: Bool? = nil, windowSeconds: Int? = nil) {
+        self.confirmDeliveries = confirmDeliveries
+        self.windowSeconds = windowSeconds
+    }
 }
 
 /// Push apps: create, update (policy and placeholders), get, delete (soft).
@@ -35,21 +57,26 @@ public final class AppStore {
     ///   `NOT_FOUND` for an unknown account; `PGError` on database failure.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil,
-                          placeholderBodyLocKey: String? = nil, accountID: UUID? = nil) throws -> PushApp {
+                          placeholderBodyLocKey: String? = nil, accountID: UUID? = nil,
+                          preview: AppPreviewSettings = AppPreviewSettings()) throws -> PushApp {
         func create(_ c: PGConnection) throws -> PushApp {
             try Self.decode(c.exec(RegistryQueries.appCreate, [
                 .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
                 placeholderBody.map(PGValue.text), accountID.map(PGValue.uuid),
             ]), 0)
         }
+        // The app as `push_app_set_preview` answers it (sql/0020): every column, the preview
+        // settings included, in the creating transaction.
         return try StoreErrors.mapped {
-            guard placeholderTitleLocKey != nil || placeholderBodyLocKey != nil else { return try create(connection) }
-            return try connection.transaction { c in
+            try connection.transaction { c in
                 let app = try create(c)
-                return try Self.decode(c.exec(RegistryQueries.appUpdate, [
-                    .uuid(app.id), nil, nil, nil, nil, placeholderTitleLocKey.map(PGValue.text),
-                    placeholderBodyLocKey.map(PGValue.text),
-                ]), 0)
+                if placeholderTitleLocKey != nil || placeholderBodyLocKey != nil {
+                    _ = try c.exec(RegistryQueries.appUpdate, [
+                        .uuid(app.id), nil, nil, nil, nil, placeholderTitleLocKey.map(PGValue.text),
+                        placeholderBodyLocKey.map(PGValue.text),
+                    ])
+                }
+                return try Self.setPreview(c, id: app.id, preview) ?? app
             }
         }
     }
@@ -69,18 +96,33 @@ public final class AppStore {
     /// - Throws: `PushError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
     public func appUpdate(id: UUID, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, name: String? = nil, placeholderTitleLocKey: String? = nil,
-                          placeholderBodyLocKey: String? = nil) throws -> PushApp? {
+                          placeholderBodyLocKey: String? = nil,
+                          preview: AppPreviewSettings = AppPreviewSettings()) throws -> PushApp? {
+        func update(_ c: PGConnection) throws -> PushApp? {
+            _ = try Self.decode(c.exec(RegistryQueries.appUpdate, [
+                .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
+                placeholderBody.map(PGValue.text), name.map(PGValue.text), placeholderTitleLocKey.map(PGValue.text),
+                placeholderBodyLocKey.map(PGValue.text),
+            ]), 0)
+            return try Self.setPreview(c, id: id, preview)
+        }
         do {
+            // Inside a caller's transaction (the audit of require_encryption) as part of it.
             return try StoreErrors.mapped {
-                try Self.decode(connection.exec(RegistryQueries.appUpdate, [
-                    .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
-                    placeholderBody.map(PGValue.text), name.map(PGValue.text), placeholderTitleLocKey.map(PGValue.text),
-                    placeholderBodyLocKey.map(PGValue.text),
-                ]), 0)
+                connection.isInTransaction ? try update(connection) : try connection.transaction { try update($0) }
             }
         } catch let e as PushError where e.code == .notFound {
             return nil
         }
+    }
+
+    /// Sets the preview settings given (nil: unchanged) and reads the whole app back
+    /// (`push_app_set_preview`, sql/0020); nil for an unknown or deleted app.
+    static func setPreview(_ c: PGConnection, id: UUID, _ p: AppPreviewSettings) throws -> PushApp? {
+        let r = try c.exec(RegistryQueries.appSetPreview, [
+            .uuid(id), p.confirmDeliveries.map(PGValue.bool), p.windowSeconds.map(PGValue.int),
+        ])
+        return r.rowCount == 0 ? nil : try decode(r, 0)
     }
 
     /// The app, or nil.
@@ -100,7 +142,8 @@ public final class AppStore {
     /// `appColumns`); `APIReadStore` decodes its app rows with it too.
     static func decode(_ r: PGResult, _ i: Int) throws -> PushApp {
         let locKeys = (try? r.columnIndex(named: "placeholder_title_loc_key")) != nil
-        return PushApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"),
+        let preview = (try? r.columnIndex(named: "confirm_deliveries")) != nil
+        var app = PushApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"),
                 requireEncryption: try r.bool(i, "require_encryption"),
                 placeholderTitle: try r.string(i, "placeholder_title"),
                 placeholderBody: try r.string(i, "placeholder_body"),
@@ -108,5 +151,10 @@ public final class AppStore {
                 placeholderBodyLocKey: locKeys ? try r.decode(i, "placeholder_body_loc_key") : nil,
                 deleted: try r.bool(i, "deleted"),
                 createdAt: try r.date(i, "created_at"), updatedAt: try r.date(i, "updated_at"))
+        if preview {
+            app.confirmDeliveries = try r.bool(i, "confirm_deliveries")
+            app.previewWindowSeconds = try r.int(i, "preview_window_seconds")
+        }
+        return app
     }
 }

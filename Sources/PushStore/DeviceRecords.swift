@@ -48,14 +48,19 @@ public struct RegistrationResult: Sendable, Equatable, Codable {
     @PrefixedUUIDs<DeviceIDKind> public var evicted: [UUID]
     /// The device as stored now.
     public var device: StoredDevice
+    /// The device's new preview token (issue 24 part 2), when this registration created the device
+    /// or rotated its token; nil otherwise (only its hash is stored: it cannot be shown again).
+    public var previewToken: String?
 
     /// Makes a value (the registry's decoder and test doubles).
-    public init(deviceID: UUID, created: Bool, reactivated: Bool, evicted: [UUID], device: StoredDevice) {
+    public init(deviceID: UUID, created: Bool, reactivated: Bool, evicted: [UUID], device: StoredDevice,
+                previewToken: String? = nil) {
         self.deviceID = deviceID
         self.created = created
         self.reactivated = reactivated
         self.evicted = evicted
         self.device = device
+        self.previewToken = previewToken
     }
 }
 

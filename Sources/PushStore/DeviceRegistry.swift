@@ -19,7 +19,10 @@ public final class DeviceRegistry {
     /// (`40P01`) or a serialization failure (`40001`) before giving up and throwing that error.
     public static let maxRegistrationAttempts = 5
 
-    /// Registers (upserts) a validated device for `appID` (R-DEV-2, R-DEV-4..8) in one statement.
+    /// Registers (upserts) a validated device for `appID` (R-DEV-2, R-DEV-4..8) in one statement,
+    /// with its preview token (issue 24 part 2): a fresh token is made for every call and stored
+    /// (as its SHA-256, `push_register_device_v3`) only when the device is new or
+    /// `rotatePreviewToken` asks; the result's `previewToken` is that token then, nil otherwise.
     ///
     /// Outside a caller's transaction, a deadlock or serialization failure between concurrent
     /// registrations is retried (up to `maxRegistrationAttempts` runs, 5 to 80 ms apart with jitter),
@@ -30,7 +33,9 @@ public final class DeviceRegistry {
     /// - Throws: `PushError` `PUSH_DEVICE_LIMIT` (R-DEV-6, HTTP 409 in the API), `NOT_FOUND` for
     ///   an unknown or deleted app, `VALIDATION_ERROR` naming a field out of the bounds of
     ///   `push_register_device_v2` (sql/0006); `PGError` on database failure.
-    public func register(appID: UUID, _ d: DeviceRegistration) throws -> RegistrationResult {
+    public func register(appID: UUID, _ d: DeviceRegistration, rotatePreviewToken: Bool = false) throws -> RegistrationResult {
+        var generator = SystemRandomNumberGenerator()
+        let previewToken = PreviewTokenFormat.generate(using: &generator)
         var raw: [UInt8]? = nil, kid: String? = nil
         if case .set(let r, let k) = d.key { raw = r; kid = k }
         let params: [PGValue?] = [
@@ -39,6 +44,7 @@ public final class DeviceRegistry {
             d.subscription.map { .bytea($0.auth) }, .text(d.userID),
             d.apnsEnvironment.map { .text($0.rawValue) }, .text(d.key.action), raw.map(PGValue.bytea),
             kid.map(PGValue.text), .int64(appLimitOverride ?? DeviceLimits.perApp(d.mode)), .int(DeviceLimits.perUser),
+            .bytea(try PreviewTokenFormat.hash(previewToken)), .bool(rotatePreviewToken),
         ]
         var attempt = 1
         while true {
@@ -51,7 +57,8 @@ public final class DeviceRegistry {
                     createdAt: try r.date(0, "created_at"), lastRegisteredAt: try r.date(0, "last_registered_at"))
                 return RegistrationResult(deviceID: device.id, created: try r.bool(0, "created"),
                                           reactivated: try r.bool(0, "reactivated"),
-                                          evicted: try PGArrayText.uuids(r.string(0, "evicted")), device: device)
+                                          evicted: try PGArrayText.uuids(r.string(0, "evicted")), device: device,
+                                          previewToken: try r.bool(0, "preview_token_set") ? previewToken : nil)
             } catch let e as PGError {
                 if let domain = Self.domainError(e) { throw domain }
                 guard Self.isConcurrencyConflict(e), attempt < Self.maxRegistrationAttempts,

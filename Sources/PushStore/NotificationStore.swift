@@ -65,6 +65,8 @@ public struct NotificationReport: Sendable, Codable {
         public var payload: String?
         /// Length of the stored payload in bytes.
         public var payloadBytes: Int?
+        /// The device's first preview fetch or receipt (R-IDS-4), nil until then.
+        public var confirmedAt: Date? = nil
 
         /// Every member, absent ones as `null`, as the API writes its objects.
         public func encode(to encoder: Encoder) throws {
@@ -81,6 +83,7 @@ public struct NotificationReport: Sendable, Codable {
             try c.encode(nextAttemptAt, forKey: .nextAttemptAt)
             try c.encode(payload, forKey: .payload)
             try c.encode(payloadBytes, forKey: .payloadBytes)
+            try c.encode(confirmedAt, forKey: .confirmedAt)
         }
     }
     public struct LedgerRow: Sendable, Codable {
@@ -103,6 +106,11 @@ public struct NotificationReport: Sendable, Codable {
     public var ledger: [LedgerRow]
     /// The SMS fallback's outcome (R-SMS-1), once the notification ended `sms_fallback`.
     public var sms: SMSReport?
+    /// Deliveries confirmed by their device's first preview fetch or receipt (R-IDS-4).
+    public var confirmedCount = 0
+    /// When its content was revoked for every device, and the users revoked one by one (issue 24).
+    public var revokedAt: Date? = nil
+    public var revokedUserIDs: [String] = []
 
     /// Every member, absent ones as `null` (`"sms": null` as in the API's answer), for
     /// `pushfleet notifications show --json`.
@@ -122,6 +130,9 @@ public struct NotificationReport: Sendable, Codable {
         try c.encode(deliveries, forKey: .deliveries)
         try c.encode(ledger, forKey: .ledger)
         try c.encode(sms, forKey: .sms)
+        try c.encode(confirmedCount, forKey: .confirmedCount)
+        try c.encode(revokedAt, forKey: .revokedAt)
+        try c.encode(revokedUserIDs, forKey: .revokedUserIDs)
     }
 }
 
@@ -247,18 +258,23 @@ public final class NotificationStore {
                 encrypted: try d.bool(i, "encrypted"), provider: try d.decode(i, "provider"),
                 providerMessageID: try d.decode(i, "provider_message_id"), apnsID: try d.uuid(i, "apns_id"),
                 attempts: try d.int(i, "attempts"), nextAttemptAt: try d.decode(i, "next_attempt_at"),
-                payload: payload.map(Self.printable), payloadBytes: payload?.count)
+                payload: payload.map(Self.printable), payloadBytes: payload?.count,
+                confirmedAt: try d.decode(i, "confirmed_at"))
         }
         let ledger = try l.rows.map { i in
             NotificationReport.LedgerRow(deviceID: try l.uuid(i, "device_id"), kind: try l.string(i, "kind"),
                                          reason: try l.decode(i, "reason"))
         }
-        return NotificationReport(
+        var report = NotificationReport(
             id: try n.uuid(0, "id"), appID: try n.uuid(0, "app_id"), mode: try n.string(0, "mode"),
             status: try n.string(0, "status"), encrypted: try n.decode(0, "encrypted"),
             deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
             sendAt: try n.decode(0, "send_at"), acceptedAt: try n.date(0, "accepted_at"),
             startedAt: try n.decode(0, "started_at"), finishedAt: try n.decode(0, "finished_at"),
             deliveries: deliveries, ledger: ledger, sms: try SMSStore(connection: connection).report(notificationID: id))
+        report.confirmedCount = deliveries.filter { $0.confirmedAt != nil }.count
+        report.revokedAt = try n.decode(0, "revoked_at")
+        report.revokedUserIDs = try PGArrayText.strings(n.string(0, "revoked_user_ids"))
+        return report
     }
 }

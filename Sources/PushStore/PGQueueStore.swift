@@ -149,6 +149,13 @@ public final class PGQueueStore: QueueStore {
         }
     }
 
+    public func confirmingApps(limit: Int) throws -> Set<UUID> {
+        try Self.run {
+            let r = try connection.exec(JobQueries.confirmingApps, [.int(limit)])
+            return Set(try r.rows.map { try r.uuid($0, "id") })
+        }
+    }
+
     public func queueStats() throws -> QueueStats {
         try Self.run {
             let r = try connection.exec(JobQueries.stats)

@@ -47,6 +47,9 @@ public protocol QueueStore: AnyObject {
     func jobNextRunAt() throws -> Date?
     /// Queue depth by state.
     func queueStats() throws -> QueueStats
+    /// The apps with `confirm_deliveries` (R-IDS-4), whose sent pushes the worker counts for the
+    /// confirmation rate; at most `limit`. A store without apps answers none.
+    func confirmingApps(limit: Int) throws -> Set<UUID>
 
     // MARK: Send time and batches
 
@@ -171,6 +174,9 @@ public enum QueueStoreError: Error, CustomStringConvertible {
 }
 
 extension QueueStore {
+    /// None: a store without an apps table (the in-memory one) counts no confirmation series.
+    public func confirmingApps(limit: Int) throws -> Set<UUID> { [] }
+
     /// `jobClaim` with the request's fields as arguments.
     public func jobClaimBatch(owner: String, limit: Int, leaseSeconds: Double, window: Int = 1000,
                               deviceBudget: Int = 2_000, appDeviceBudget: Int? = nil, now: Date? = nil) throws -> [ClaimedJob] {

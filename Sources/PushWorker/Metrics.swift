@@ -87,6 +87,8 @@ public final class WorkerMetrics: @unchecked Sendable {
     public let providerResumes = LabeledCounter(labelNames: ["scope", "cause"])
     public let providerProbes = LabeledCounter(labelNames: ["scope", "result"])
     public let deliveriesHeld = Counter()
+    /// Pushes sent for apps with `confirm_deliveries` (R-IDS-4; the API counts the confirmed ones).
+    public let pushesSent = ConfirmationMetrics.sent()
 
     public init() {}
 
@@ -155,6 +157,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         }
         header("pushfleet_deliveries_held_total", "counter", "Deliveries deferred without an attempt because their provider scope was paused.")
         out += "pushfleet_deliveries_held_total \(num(deliveriesHeld.current))\n"
+        out += pushesSent.render()
         out += sms.render()
         out += webhooks.render()
         return out

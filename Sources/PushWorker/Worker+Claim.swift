@@ -199,6 +199,9 @@ extension Worker {
             zip(inputs, loaded).map { BatchProcessor.Input(job: $0.0.job, encrypted: $0.0.encrypted, devices: $0.1) },
             now: Date())
         var outcomes: [BatchOutcome] = []
+        for (i, input) in inputs.enumerated() where confirmingApps.contains(input.job.notification.appID) {
+            countSent(input.job.notification, outputs[i].records, loaded[i])
+        }
         for (input, output) in zip(inputs, outputs) {
             if keeper.isLost(input.job.id) {
                 keeper.release(input.job.id)
@@ -208,6 +211,17 @@ extension Worker {
             outcomes.append(BatchOutcome(job: input.job, records: output.records, credentials: output.credentials))
         }
         return record(outcomes, store: store, started: started, deferred: false)
+    }
+
+    /// Counts the pushes providers accepted for an app with `confirm_deliveries`, by platform
+    /// (`pushfleet_pushes_sent_total`, R-IDS-4): at send, once per provider acceptance.
+    private func countSent(_ n: NotificationRow, _ records: [DeliveryRecord], _ devices: [BatchDeviceRow]) {
+        var platforms: [UUID: String] = [:]
+        for d in devices { platforms[d.deviceID] = d.platform }
+        var sent: [String: Int] = [:]
+        for r in records where r.status == .sent { sent[platforms[r.deviceID] ?? ConfirmationMetrics.other, default: 0] += 1 }
+        let app = PrefixedID.format(.app, n.appID)
+        for (platform, count) in sent { metrics.pushesSent.add(app: app, mode: n.mode.rawValue, platform: platform, Double(count)) }
     }
 
     /// Times a record runs when the server aborts it with a deadlock or a serialization failure:

@@ -24,6 +24,9 @@ public final class Worker: @unchecked Sendable {
     /// held, so heartbeats keep the leases) and recorded through the same path once a session is
     /// back, never sent again. A job whose lease was lost meanwhile is dropped (its new owner sends it).
     var deferredRecords: [BatchOutcome] = []
+    /// Apps with `confirm_deliveries`, refreshed with the queue gauges: their sent pushes are
+    /// counted by platform for the confirmation rate (R-IDS-4).
+    var confirmingApps: Set<UUID> = []
     /// Claimed jobs not sent, whose give-back could not be written (the session broke): given
     /// back first thing on the next session, or before exiting.
     var deferredReleases: [JobLease] = []
@@ -229,6 +232,7 @@ public final class Worker: @unchecked Sendable {
     }
 
     private func refreshQueueGauges(_ store: QueueStore) {
+        if let apps = try? store.confirmingApps(limit: ConfirmationMetrics.maxApps) { confirmingApps = apps }
         guard let s = try? store.queueStats() else { return }
         metrics.queueJobs.set("available", Double(s.available))
         metrics.queueJobs.set("running", Double(s.running))

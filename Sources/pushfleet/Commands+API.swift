@@ -38,6 +38,13 @@ extension Commands {
         case let other: throw CLIError.usage("PUSHFLEET_API_THREADING must be event-loop or thread-per-connection, got \(other.prefix(40))")
         }
         if let text = env["PUSHFLEET_API_TRUSTED_PROXIES"] { config.trustedProxies = try TrustedProxies(parsing: text) }
+        // The preview routes' limits (issue 24 part 3): requests per second and bursts.
+        if let v = try number("PUSHFLEET_PREVIEW_RATE_PER_TOKEN", 0.01...1e6) { config.previewLimits.perTokenRate = v }
+        if let v = try number("PUSHFLEET_PREVIEW_BURST_PER_TOKEN", 1...1e6) { config.previewLimits.perTokenBurst = v }
+        if let v = try number("PUSHFLEET_PREVIEW_RATE_PER_ADDRESS", 0.01...1e6) { config.previewLimits.perAddressRate = v }
+        if let v = try number("PUSHFLEET_PREVIEW_BURST_PER_ADDRESS", 1...1e6) { config.previewLimits.perAddressBurst = v }
+        if let v = try number("PUSHFLEET_PREVIEW_RATE_OVERALL", 0.01...1e7) { config.previewLimits.overallRate = v }
+        if let v = try number("PUSHFLEET_PREVIEW_BURST_OVERALL", 1...1e7) { config.previewLimits.overallBurst = v }
         // Webhook endpoint secrets are sealed with the operator key, as the CLI and the worker do; a
         // server without one still serves everything else (creating or rotating answers 503).
         let keys = env[CredentialKeys.currentVariable].map { !$0.isEmpty } == true ? try CredentialKeys.fromEnvironment(env) : nil

@@ -17,11 +17,15 @@ extension Commands {
         let app: PushApp?
         switch sub {
         case "create":
-            app = try service().createApp(AppCreateRequest(
+            var create = AppCreateRequest(
                 name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account")))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account"))
+            let preview = try previewSettings(args)
+            create.confirmDeliveries = preview.confirmDeliveries
+            create.previewWindowSeconds = preview.windowSeconds
+            app = try service().createApp(create)
         case "update":
             let id = try appID(args, position: 2)
             var update = AppUpdateRequest(
@@ -30,6 +34,9 @@ extension Commands {
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
                 placeholderBodyLocKey: args.value("placeholder-body-loc-key"))
             update.actor = AuditStore.cliActor()
+            let preview = try previewSettings(args)
+            update.confirmDeliveries = preview.confirmDeliveries
+            update.previewWindowSeconds = preview.windowSeconds
             app = try service().updateApp(id: id, update)
         case "show":
             app = try AppStore(connection: try connect()).appGet(id: try appID(args, position: 2))
@@ -43,8 +50,14 @@ extension Commands {
         }
         guard let app else { throw PushError(.notFound, "no such push app") }
         out.emit(app) {
-            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")\(app.deleted ? "  (deleted)" : "")"
+            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")  confirm_deliveries=\(app.confirmDeliveries)  preview_window=\(app.previewWindowSeconds)s\(app.deleted ? "  (deleted)" : "")"
         }
+    }
+
+    /// `--confirm-deliveries true|false` and `--preview-window SECONDS` (issue 24; bounds are
+    /// `push_app_set_preview`'s).
+    static func previewSettings(_ args: Arguments) throws -> AppPreviewSettings {
+        AppPreviewSettings(confirmDeliveries: try args.bool("confirm-deliveries"), windowSeconds: try args.int("preview-window"))
     }
 
     static func appID(_ args: Arguments, position: Int) throws -> UUID {
@@ -71,9 +84,11 @@ extension Commands {
                 subscription: web ? .init(endpoint: args.value("endpoint"), p256dh: args.value("p256dh"),
                                           auth: args.value("auth")) : nil,
                 userID: try args.required("user"), apnsEnvironment: args.value("apns-environment"), encryptionKey: key,
-                allowLoopbackEndpoints: args.flag("allow-loopback-endpoints")))
+                allowLoopbackEndpoints: args.flag("allow-loopback-endpoints"),
+                rotatePreviewToken: args.flag("rotate-preview-token")))
             out.emit(RegisterOutput(r)) {
                 "device \(PrefixedID.format(.device, r.device.id))\(r.created ? " created" : r.reactivated ? " reactivated" : " updated")\(r.evicted.isEmpty ? "" : "; \(r.evicted.count) deactivated (DEVICE_LIMIT)")"
+                    + (r.previewToken.map { "\npreview_token \($0)  (shown once: pass it to the app)" } ?? "")
             }
         case "delete":
             guard args.positional.count > 2, let id = PrefixedID.parseLenient(args.positional[2], as: .device) else {
@@ -181,6 +196,12 @@ extension Commands {
         case "cancel":
             try service().cancelNotification(id: id)
             out.emit(KV(fields: ["cancelled": shown])) { "cancelled \(shown) (refunded)" }
+        case "revoke":
+            let users = args.values("user")
+            try service().revokeNotification(id: id, userIDs: users.isEmpty ? nil : users)
+            out.emit(KV(fields: ["revoked": shown])) {
+                "revoked \(shown) for \(users.isEmpty ? "every device" : "the devices of \(users.count) user(s)"): their preview fetches answer 404"
+            }
         default:
             throw CLIError.usage("notifications \(sub.prefix(20)): unknown")
         }

@@ -119,7 +119,8 @@ enum Commands {
         let interval = args.value("interval").flatMap(Double.init) ?? 1
         repeat {
             let now = Date()
-            let s = StatsOutput(queue: try store.queueStats(), paused: try pauses.pauses().map { .init($0, now: now) })
+            var s = StatsOutput(queue: try store.queueStats(), paused: try pauses.pauses().map { .init($0, now: now) })
+            s.confirmations = try PreviewStore(connection: connection).confirmationRates(since: now.addingTimeInterval(-86_400))
             out.emit(s) {
                 (args.flag("watch") ? "\u{1B}[2J\u{1B}[H" + iso(now) + "\n" : "") + s.text(now: now)
             }

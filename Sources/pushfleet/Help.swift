@@ -11,8 +11,9 @@ enum Help {
       apps create|update|show|delete push apps: require_encryption, placeholders
       devices register|delete|list   the device registry (R-DEV-1..8)
       send                           accept a notification (exact 4096-byte check, then push_enqueue)
-      notifications show|cancel ID   a notification, its deliveries and ledger; cancel a scheduled one
-      stats [--watch]                queue depth by state, due now, age of the oldest due job, paused provider hosts
+      notifications show|cancel|revoke ID   a notification, its deliveries and ledger; cancel a scheduled one; revoke its previews
+      stats [--watch]                queue depth by state, due now, age of the oldest due job, paused provider hosts,
+                                     confirmation rates (24 h) of apps with confirm_deliveries
       jobs list --state S | retry ID operators: poison (discarded) jobs and putting them back
       ledger check                   audit charges and refunds against deliveries (R-SEND-8/9)
       webhooks create|list|...       webhook endpoints, attempts and resends (signed, retried for 3 days)
@@ -81,9 +82,14 @@ enum Help {
     static let apps = """
     Usage: pushfleet apps create --name NAME [--account ACCOUNT] [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
                                 [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]
+                                [--confirm-deliveries true|false] [--preview-window SECONDS]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
                                 [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]   ('' removes a loc key)
+                                [--confirm-deliveries true|false] [--preview-window SECONDS]
            pushfleet apps show ID | pushfleet apps delete ID
+      --confirm-deliveries: a device's first preview fetch or receipt marks its delivery confirmed (R-IDS-4);
+      --preview-window: how long an ids_only notification's content stays for the device's fetch after its
+      send time, 60 to 2419200 seconds (default 259200, 72 h), never past its TTL.
            pushfleet apps credentials set|show|remove|rotate-key ...   (see pushfleet apps credentials --help)
            pushfleet apps vapid create ID --subject mailto:...          (Web Push, RFC 8292)
     """
@@ -92,10 +98,12 @@ enum Help {
     Usage: pushfleet devices register --app ID --mode test|live --platform ios|android|web --user USER
                                       [--token TOKEN] [--apns-environment sandbox|production]
                                       [--encryption-public-key B64URL | --remove-key]
-                                      [--endpoint URL --p256dh B64URL --auth B64URL]
+                                      [--endpoint URL --p256dh B64URL --auth B64URL] [--rotate-preview-token]
            pushfleet devices delete --app ID --mode test|live DEVICE_ID
            pushfleet devices list --app ID --mode test|live [--user USER] [--active true|false]
       A re-registration without --encryption-public-key keeps the stored key; --remove-key removes it (R-DEV-4).
+      A new device gets a preview token (ppt_...), printed once; --rotate-preview-token makes a new one and
+      invalidates the old (issue 24). Only its SHA-256 is stored.
     """
 
     static let send = """
@@ -117,8 +125,11 @@ enum Help {
 
     static let notifications = """
     Usage: pushfleet notifications show ID | pushfleet notifications cancel ID
-      show: status, deliveries, ledger, and the SMS fallback's outcome (queued with the provider's id,
-      failed with its code, or unknown: written without an answer, never sent again).
+           pushfleet notifications revoke ID [--user USER ...]
+      show: status, deliveries (with confirmed_at), confirmed_count, ledger, and the SMS fallback's outcome
+      (queued with the provider's id, failed with its code, or unknown: written without an answer, never
+      sent again).
+      revoke: later preview fetches of its devices (or of those users' devices) answer 404 (R-IDS-2).
     """
 
     static let jobs = """

@@ -63,6 +63,9 @@ struct MigrateOutput: Encodable {
 struct StatsOutput: Encodable {
     var queue: QueueStats
     var paused: [PauseOutput]
+    /// The last 24 hours' confirmation rate per app, mode and platform (R-IDS-4), apps with
+    /// `confirm_deliveries` only.
+    var confirmations: [ConfirmationRate] = []
 
     /// One row of `push_provider_pauses`.
     struct PauseOutput: Encodable {
@@ -90,12 +93,13 @@ struct StatsOutput: Encodable {
         }
     }
 
-    private enum Keys: String, CodingKey { case paused }
+    private enum Keys: String, CodingKey { case paused, confirmations }
 
     func encode(to encoder: Encoder) throws {
         try queue.encode(to: encoder)
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(paused, forKey: .paused)
+        try c.encode(confirmations, forKey: .confirmations)
     }
 
     /// The text form: the queue line, then one line per paused scope.
@@ -107,6 +111,10 @@ struct StatsOutput: Encodable {
             if let next = p.nextProbeAt { line += p.probeInFlight ? "  probe in flight" : "  next probe \(next)" }
             if !p.detail.isEmpty { line += "  (\(p.detail))" }
             lines.append(line)
+        }
+        for c in confirmations {
+            let rate = c.sent > 0 ? String(format: "%.1f%%", 100 * Double(c.confirmed) / Double(c.sent)) : "-"
+            lines.append("confirmed \(PrefixedID.format(.app, c.appID))  \(c.mode)  \(c.platform)  \(c.confirmed)/\(c.sent) = \(rate)  (24 h)")
         }
         return lines.joined(separator: "\n")
     }
@@ -142,6 +150,8 @@ struct RegisterOutput: Encodable {
     var reactivated: Bool
     @PrefixedUUIDs<DeviceIDKind> var evicted: [UUID]
     var device: StoredDevice
+    /// The device's new preview token, when this registration made one (issue 24): shown once.
+    var previewToken: String?
 
     init(_ r: DeviceRegistrationResult) {
         deviceID = r.device.id
@@ -149,6 +159,7 @@ struct RegisterOutput: Encodable {
         reactivated = r.reactivated
         evicted = r.evicted
         device = r.device
+        previewToken = r.previewToken
     }
 }
 

@@ -6,10 +6,14 @@ import PushStore
 enum Report {
     static func text(_ r: NotificationReport) -> String {
         var lines: [String] = []
-        lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  device_count=\(r.deviceCount)  error_code=\(r.errorCode ?? "-")")
+        lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  device_count=\(r.deviceCount)  confirmed_count=\(r.confirmedCount)  error_code=\(r.errorCode ?? "-")")
+        if r.revokedAt != nil || !r.revokedUserIDs.isEmpty {
+            lines.append("  revoked \(r.revokedAt.map { iso($0) } ?? "for \(r.revokedUserIDs.count) user(s)")")
+        }
         lines.append("  accepted \(iso(r.acceptedAt))  send_at \(iso(r.sendAt))  started \(iso(r.startedAt))  finished \(iso(r.finishedAt))")
         for d in r.deliveries {
-            lines.append("  delivery \(PrefixedID.format(.device, d.deviceID))  \(d.status)  encrypted=\(d.encrypted)  error_code=\(d.errorCode ?? "-")  attempts=\(d.attempts)  provider=\(d.provider ?? "-")  id=\(d.providerMessageID ?? "-")")
+            lines.append("  delivery \(PrefixedID.format(.device, d.deviceID))  \(d.status)  encrypted=\(d.encrypted)  error_code=\(d.errorCode ?? "-")  attempts=\(d.attempts)  provider=\(d.provider ?? "-")  id=\(d.providerMessageID ?? "-")"
+                         + (d.confirmedAt.map { "  confirmed \(iso($0))" } ?? ""))
             if let p = d.payload { lines.append("    payload (\(d.payloadBytes ?? 0) bytes): \(p)") }
         }
         for l in r.ledger {

@@ -42,6 +42,7 @@ final class AuthorizationMatrixTests: APITestCase {
             (.listNotifications, "GET", "/v1/push/notifications?app_id=\(appID)", nil),
             (.getNotification, "GET", "/v1/push/notifications/\(f.testNotification)", nil),
             (.cancelNotification, "POST", "/v1/push/notifications/\(f.testNotification)/cancel", nil),
+            (.revokeNotification, "POST", "/v1/push/notifications/\(f.testNotification)/revoke", nil),
             (.createWebhookEndpoint, "POST", "/v1/push/webhook_endpoints", #"{"app_id":"\#(appID)","url":"https://hooks.example.com/new"}"#),
             (.listWebhookEndpoints, "GET", "/v1/push/webhook_endpoints?app_id=\(appID)", nil),
             (.getWebhookEndpoint, "GET", "/v1/push/webhook_endpoints/\(f.testEndpoint)", nil),
@@ -59,7 +60,7 @@ final class AuthorizationMatrixTests: APITestCase {
 
     enum APIRouteName: String {
         case registerDevice, listDevices, getDevice, deleteDevice, createApp, listApps, getApp, updateApp
-        case sendNotification, listNotifications, getNotification, cancelNotification
+        case sendNotification, listNotifications, getNotification, cancelNotification, revokeNotification
         case createWebhookEndpoint, listWebhookEndpoints, getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint
         case rotateWebhookSecret
         case listCredentials, setCredentials, deleteCredentials
@@ -70,6 +71,7 @@ final class AuthorizationMatrixTests: APITestCase {
     private static let needs: [APIRouteName: String] = [
         .registerDevice: "push_devices:w", .deleteDevice: "push_devices:d", .listDevices: "push:r", .getDevice: "push:r",
         .listNotifications: "push:r", .getNotification: "push:r", .sendNotification: "push:w", .cancelNotification: "push:w",
+        .revokeNotification: "push:w",
         .createApp: "push_apps:w", .updateApp: "push_apps:w", .listApps: "push_apps:r", .getApp: "push_apps:r",
         .createWebhookEndpoint: "webhooks:w", .updateWebhookEndpoint: "webhooks:w", .deleteWebhookEndpoint: "webhooks:w",
         .rotateWebhookSecret: "webhooks:w", .listWebhookEndpoints: "webhooks:r", .getWebhookEndpoint: "webhooks:r",

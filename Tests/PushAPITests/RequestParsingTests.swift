@@ -62,8 +62,9 @@ final class RequestParsingTests: XCTestCase {
     }
 
     /// docs/openapi.yaml lists exactly the server's routes (method and path template), each with
-    /// the permission the server checks (`x-permission`, R-API-2): the document cannot name a
-    /// route the server lacks, miss one, or promise another permission.
+    /// the permission the server checks (`x-permission`, R-API-2; `preview_token` for the two
+    /// routes a device calls, issue 24): the document cannot name a route the server lacks, miss
+    /// one, or promise another permission.
     func testTheOpenAPIDocumentListsEveryRouteWithItsPermission() throws {
         let text = try String(contentsOf: RepoPaths.root.appendingPathComponent("docs/openapi.yaml"), encoding: .utf8)
         var documented: [String: String] = [:]   // "GET /v1/push/devices" -> "push:r"
@@ -87,6 +88,8 @@ final class RequestParsingTests: XCTestCase {
             served["\(route.method) \(route.template)"] = "\(resource.rawValue):\(access.rawValue)"
                 + (route.alsoNeeds.map { ",\($0.resource.rawValue):\($0.access.rawValue)" } ?? "")
         }
+        // The preview routes take a device's preview token, never a key (issue 24).
+        for route in PreviewRoute.allCases { served["\(route.method) \(route.template)"] = "preview_token" }
         XCTAssertEqual(documented, served)
     }
 

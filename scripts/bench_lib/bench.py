@@ -170,7 +170,7 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api"],
+    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api", "previews"],
                     help="run one phase: fairness prints its figures; providers and dbcost write their part of --out; "
                          "api writes docs/bench-api-results.md")
     ap.add_argument("--history-rows", type=float, default=10_000_000, help="--only history: delivery and ledger rows")
@@ -193,6 +193,10 @@ def main():
         print(text)
         return
 
+    if a.only == "previews":
+        import preview_bench
+        preview_bench.run(P, URL, psql, os.path.join(REPO, "docs", "bench-previews-results.md"))
+        return
     if a.only == "api":
         import api_bench
         api_bench.run(P, URL, psql, os.path.join(REPO, "docs", "bench-api-results.md"))
@@ -268,6 +272,9 @@ def main():
     res["pyN"] = pyhpke(a.seal_seconds, "all")
     res["providers"] = provider_bench(a, s)
     write_table(res, a, n_single, n_bcast, n_split, BASELINE["cpu_s"])
+    log("preview fetch: every 404 case side by side (docs/bench-previews-results.md)")
+    import preview_bench
+    preview_bench.run(P, URL, psql, os.path.join(REPO, "docs", "bench-previews-results.md"), requests=max(200, int(2000 * s)))
 
 
 if __name__ == "__main__":

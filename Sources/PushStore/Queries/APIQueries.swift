@@ -33,7 +33,8 @@ enum APIQueries {
     /// The app's columns as `AppStore.decode` reads them (a `PushApp`), from `push_apps a`.
     static let appColumns = """
     a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body, a.placeholder_title_loc_key, \
-    a.placeholder_body_loc_key, a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at
+    a.placeholder_body_loc_key, a.confirm_deliveries, a.preview_window_seconds, a.deleted_at IS NOT NULL AS deleted, \
+    a.created_at, a.updated_at
     """
 
     static let appGet = """
@@ -50,13 +51,14 @@ enum APIQueries {
     """
 
     static let notificationColumns = """
-    n.id, n.app_id, n.status, n.encrypted, n.device_count, n.error_code, n.send_at, n.accepted_at, n.finished_at
+    n.id, n.app_id, n.status, n.encrypted, n.device_count, n.error_code, n.send_at, n.accepted_at, n.finished_at, \
+    n.revoked_at IS NOT NULL AS revoked
     """
 
     /// A delivery's columns as `APIReadStore.notificationWithDeliveries` reads them, from `push_deliveries v`.
     static let deliveryColumns = """
     v.device_id, v.status AS delivery_status, v.encrypted AS delivery_encrypted, v.error_code AS delivery_error_code, \
-    v.attempts
+    v.attempts, v.confirmed_at AS delivery_confirmed_at
     """
 
     /// The notification, its SMS fallback (push_sms_outbox's unique notification_id) and its
@@ -73,11 +75,15 @@ enum APIQueries {
     """
 
     /// As `deviceList`, from `push_notifications_list_idx`, each with its SMS fallback (one probe of
-    /// push_sms_outbox's unique notification_id per row). `$1` account, `$2` app, `$3` mode,
+    /// push_sms_outbox's unique notification_id per row) and its confirmed deliveries (R-IDS-4: a
+    /// range of push_deliveries' primary key per row). `$1` account, `$2` app, `$3` mode,
     /// `$4` status, `$5` cursor notification, `$6` limit, `$7` the key's apps.
     static let notificationList = """
     SELECT n.* FROM push_apps a CROSS JOIN LATERAL (
-        SELECT \(notificationColumns), \(SMSQueries.reportColumns) FROM push_notifications n
+        SELECT \(notificationColumns), \(SMSQueries.reportColumns),
+               (SELECT count(*) FROM push_deliveries c
+                 WHERE c.notification_id = n.id AND c.confirmed_at IS NOT NULL)::int AS confirmed_count
+          FROM push_notifications n
           LEFT JOIN push_sms_outbox s ON s.notification_id = n.id
          WHERE n.app_id = a.id AND n.mode = $3::text AND ($4::text IS NULL OR n.status = $4::text)
            AND ($5::uuid IS NULL

@@ -259,4 +259,10 @@ enum JobQueries {
 
     /// Queue depth by state, due now, oldest due age (the `push_queue_stats` view).
     static let stats = "SELECT * FROM push_queue_stats"
+
+    /// Apps with `confirm_deliveries` (R-IDS-4), refreshed with the queue gauges: a scan of
+    /// push_apps (one row per app, read every `statsInterval`, never on the send path).
+    static let confirmingApps = """
+    SELECT id FROM push_apps WHERE confirm_deliveries AND deleted_at IS NULL ORDER BY id LIMIT $1::int
+    """
 }

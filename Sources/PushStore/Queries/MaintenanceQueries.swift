@@ -68,12 +68,14 @@ enum MaintenanceQueries {
 
     /// Erases title, body, data, sound, thread id, the kind texts (category, target content id,
     /// critical sound name, loc keys and args, channel id) and the SMS fallback's phone and text
-    /// (R-SMS-1) of notifications final before `$1` and marks them
+    /// (R-SMS-1) of notifications final before `$1` (and, for `ids_only` ones, whose preview window
+    /// ended before `$1` too: `preview_until`, issue 24 part 4) and marks them
     /// `content_erased_at` (issue 4 retention), at most `$2` notifications; with them, the request
     /// bodies test mode stored per delivery (`push_deliveries.payload`, which hold the same content,
     /// at most 1,000 devices per test-mode app, R-DEV-6). The rest of the rows (status, counts,
     /// ledger, delivery outcomes) stays. Returns `erased`, the notifications erased.
-    /// `push_notifications_erasable_idx`, then the primary key of push_deliveries.
+    /// `push_notifications_erasable_v2_idx` (on greatest(finished_at, preview_until), sql/0020), then
+    /// the primary key of push_deliveries.
     static let eraseFinalContent = """
     WITH erased AS (
         UPDATE push_notifications
@@ -82,8 +84,9 @@ enum MaintenanceQueries {
                body_loc_key = NULL, body_loc_args = NULL, channel_id = NULL, sms_phone = NULL, sms_text = NULL,
                content_erased_at = now()
          WHERE id IN (SELECT id FROM push_notifications
-                       WHERE finished_at IS NOT NULL AND finished_at < $1::timestamptz AND content_erased_at IS NULL
-                       ORDER BY finished_at
+                       WHERE finished_at IS NOT NULL AND content_erased_at IS NULL
+                         AND greatest(finished_at, preview_until) < $1::timestamptz
+                       ORDER BY greatest(finished_at, preview_until)
                        LIMIT $2::int
                          FOR UPDATE SKIP LOCKED)
            AND content_erased_at IS NULL

@@ -21,20 +21,28 @@ enum RegistryQueries {
     SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text)
     """
 
+    /// sql/0020 `push_app_set_preview`: the preview settings (NULL: unchanged), and the whole app.
+    static let appSetPreview = """
+    SELECT * FROM push_app_set_preview($1::uuid, $2::boolean, $3::int)
+    """
+
     static let appDelete = "UPDATE push_apps SET deleted_at = now() WHERE id = $1::uuid AND deleted_at IS NULL"
 
     static let appGet = """
     SELECT id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key,
-           placeholder_body_loc_key, deleted_at IS NOT NULL AS deleted, created_at, updated_at
+           placeholder_body_loc_key, confirm_deliveries, preview_window_seconds, deleted_at IS NOT NULL AS deleted,
+           created_at, updated_at
       FROM push_apps WHERE id = $1::uuid
     """
 
-    /// The registration upsert and the device as stored (sql/0006 `push_register_device_v2`).
+    /// The registration upsert, the device as stored and whether its preview token was set
+    /// (sql/0020 `push_register_device_v3` around sql/0006's `push_register_device_v2`).
     static let registerDevice = """
     SELECT device_id, created, reactivated, evicted, app_id, platform, user_id, apns_environment, active, kid,
-           created_at, last_registered_at
-      FROM push_register_device_v2($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::bytea, $8::text,
-                                   $9::text, $10::text, $11::bytea, $12::text, $13::bigint, $14::int)
+           created_at, last_registered_at, preview_token_set
+      FROM push_register_device_v3($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::bytea, $8::text,
+                                   $9::text, $10::text, $11::bytea, $12::text, $13::bigint, $14::int, $15::bytea,
+                                   $16::boolean)
     """
 
     static let deleteDevice = "SELECT push_delete_device($1::uuid, $2::text, $3::uuid) AS deleted"
@@ -90,13 +98,13 @@ enum RegistryQueries {
 
     static let notificationGet = """
     SELECT id, app_id, mode, status, encrypted, device_count, error_code, send_at, accepted_at, started_at,
-           finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids
+           finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids, revoked_at, revoked_user_ids
       FROM push_notifications WHERE id = $1::uuid
     """
 
     static let notificationDeliveries = """
     SELECT device_id, status, error_code, error_detail, encrypted, provider, provider_message_id, apns_id, attempts,
-           next_attempt_at, payload, finished_at
+           next_attempt_at, payload, finished_at, confirmed_at
       FROM push_deliveries WHERE notification_id = $1::uuid ORDER BY created_at, device_id
     """
 

@@ -1,0 +1,66 @@
+import Foundation
+
+/// The confirmation rate's two series (issue 24 part 5, R-IDS-4), by app, mode and platform:
+/// `pushfleet_pushes_sent_total` (a worker: deliveries its providers accepted, for apps with
+/// `confirm_deliveries`) and `pushfleet_pushes_confirmed_total` (the API: first preview fetches
+/// and receipts). Prometheus sums them over the fleet, so the rate is one division:
+///
+///     sum by (app_id, mode, platform) (rate(pushfleet_pushes_confirmed_total[1h]))
+///       / sum by (app_id, mode, platform) (rate(pushfleet_pushes_sent_total[1h]))
+///
+/// Bounded cardinality: `platform` is `ios`, `android`, `web` or `other`, `mode` `test` or `live`,
+/// and at most `maxApps` app ids get a series of their own per process (only opted-in apps are
+/// counted at all); later ones share `app_id="other"`.
+public final class ConfirmationMetrics: @unchecked Sendable {
+    /// App ids with their own series, per process.
+    public static let maxApps = 200
+    /// Label value of the apps past `maxApps`, and of a platform this release does not know.
+    public static let other = "other"
+
+    private let lock = NSLock()
+    private var apps: Set<String> = []
+    /// Sent (worker) or confirmed (API) pushes by [app_id, mode, platform].
+    public let counts = LabeledCounter(labelNames: ["app_id", "mode", "platform"])
+    /// The series name: `pushfleet_pushes_sent_total` or `pushfleet_pushes_confirmed_total`.
+    public let name: String
+    let help: String
+
+    /// The sent series (a worker's).
+    public static func sent() -> ConfirmationMetrics {
+        ConfirmationMetrics(name: "pushfleet_pushes_sent_total",
+                            help: "Pushes providers accepted for apps with confirm_deliveries, by app, mode and platform.")
+    }
+
+    /// The confirmed series (the API's).
+    public static func confirmed() -> ConfirmationMetrics {
+        ConfirmationMetrics(name: "pushfleet_pushes_confirmed_total",
+                            help: "Deliveries confirmed by their device's first preview fetch or receipt, by app, mode and platform.")
+    }
+
+    init(name: String, help: String) {
+        self.name = name
+        self.help = help
+    }
+
+    /// Counts `n` pushes of app `appID` (its `papp_` text) in `mode` on `platform`.
+    public func add(app appID: String, mode: String, platform: String, _ n: Double = 1) {
+        let app = lock.withLock { () -> String in
+            if apps.contains(appID) { return appID }
+            guard apps.count < Self.maxApps else { return Self.other }
+            apps.insert(appID)
+            return appID
+        }
+        let shownMode = mode == "test" || mode == "live" ? mode : Self.other
+        let shownPlatform = ["ios", "android", "web"].contains(platform) ? platform : Self.other
+        counts.increment([app, shownMode, shownPlatform], by: n)
+    }
+
+    /// The series' exposition lines (format 0.0.4), header included.
+    public func render() -> String {
+        var out = "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+        for (labels, v) in counts.snapshot.sorted(by: { $0.key.joined(separator: " ") < $1.key.joined(separator: " ") }) {
+            out += "\(name){app_id=\"\(labels[0])\",mode=\"\(labels[1])\",platform=\"\(labels[2])\"} \(Int64(v))\n"
+        }
+        return out
+    }
+}
