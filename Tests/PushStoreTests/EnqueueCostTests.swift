@@ -3,7 +3,7 @@ import XCTest
 import PushTestSupport
 @testable import PushStore
 
-/// What sql/0017 changed in `push_enqueue`'s cost (issue 17, part 4), held by what the planner does
+/// What sql/0021 changed in `push_enqueue`'s cost (issue 17, part 4), held by what the planner does
 /// rather than by time: the measures of content that PL/pgSQL calls are inlined (a SQL function the
 /// planner does not inline is parsed and planned again at every call from PL/pgSQL), they measure
 /// what they measured before, and `push_enqueue` plans its statements once per session. That the

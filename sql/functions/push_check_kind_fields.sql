@@ -2,7 +2,7 @@
 -- and thread_id as sql/0006 bounded them (at most 64 bytes each, as escaped). Mirrors PushCore's
 -- `NotificationContent.validateKind` and PushAcceptance's `SendValidation` for callers that come
 -- straight to push_enqueue.
--- Restated by sql/0017 (issue 17): each text check runs only for a field that is present (a
+-- Restated by sql/0021 (issue 17): each text check runs only for a field that is present (a
 -- PERFORM is a statement of its own, executor and all, and push_check_text_bytes and
 -- push_check_loc_args accept a null at once); the bounds, messages and order are the same.
 CREATE OR REPLACE FUNCTION push_check_kind_fields(

@@ -1,7 +1,7 @@
 -- push_loc_text_bytes: the UTF-8 bytes of a notification's loc keys and every loc argument: their
 -- part of the content floor (they are what a plaintext Android notification shows, and PushCore's
 -- FCM measure counts them, `FCMMessage.ruleSize`).
--- Restated by sql/0017 (issue 17) without subqueries, so that the planner inlines it: a SQL function
+-- Restated by sql/0021 (issue 17) without subqueries, so that the planner inlines it: a SQL function
 -- it cannot inline is parsed and planned again at every call from PL/pgSQL (about 40 us per
 -- push_enqueue). array_to_string skips null elements as sum() did, so the sum of the arguments' bytes
 -- is the bytes of their concatenation; STABLE as array_to_string is.
