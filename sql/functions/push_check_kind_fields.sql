@@ -2,7 +2,10 @@
 -- and thread_id as sql/0006 bounded them (at most 64 bytes each, as escaped). Mirrors PushCore's
 -- `NotificationContent.validateKind` and PushAcceptance's `SendValidation` for callers that come
 -- straight to push_enqueue.
-CREATE FUNCTION push_check_kind_fields(
+-- Restated by sql/0021 (issue 17): each text check runs only for a field that is present (a
+-- PERFORM is a statement of its own, executor and all, and push_check_text_bytes and
+-- push_check_loc_args accept a null at once); the bounds, messages and order are the same.
+CREATE OR REPLACE FUNCTION push_check_kind_fields(
     p_push_type text, p_title text, p_body text, p_badge int, p_sound text, p_thread_id text,
     p_interruption_level text, p_relevance_score float8, p_category text, p_target_content_id text,
     p_critical_sound_name text, p_critical_sound_volume float8, p_title_loc_key text, p_title_loc_args text[],
@@ -11,8 +14,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_shown text;
 BEGIN
-    PERFORM push_check_text_bytes('sound', p_sound, 0, 64, true);
-    PERFORM push_check_text_bytes('thread_id', p_thread_id, 0, 64, true);
+    IF p_sound IS NOT NULL THEN
+        PERFORM push_check_text_bytes('sound', p_sound, 0, 64, true);
+    END IF;
+    IF p_thread_id IS NOT NULL THEN
+        PERFORM push_check_text_bytes('thread_id', p_thread_id, 0, 64, true);
+    END IF;
     IF p_push_type NOT IN ('alert', 'background') THEN
         PERFORM push_refuse('push_type', 'must be alert or background');
     END IF;
@@ -22,12 +29,18 @@ BEGIN
     IF p_relevance_score IS NOT NULL AND NOT push_unit_fraction_ok(p_relevance_score) THEN
         PERFORM push_refuse('relevance_score', 'must be a number from 0 to 1 with at most 4 decimal places');
     END IF;
-    PERFORM push_check_text_bytes('category', p_category, 1, 64, true);
-    PERFORM push_check_text_bytes('target_content_id', p_target_content_id, 1, 64, true);
+    IF p_category IS NOT NULL THEN
+        PERFORM push_check_text_bytes('category', p_category, 1, 64, true);
+    END IF;
+    IF p_target_content_id IS NOT NULL THEN
+        PERFORM push_check_text_bytes('target_content_id', p_target_content_id, 1, 64, true);
+    END IF;
     IF p_critical_sound_name IS NULL AND p_critical_sound_volume IS NOT NULL THEN
         PERFORM push_refuse('critical_sound.name', 'is required with critical_sound.volume');
     END IF;
-    PERFORM push_check_text_bytes('critical_sound.name', p_critical_sound_name, 1, 64, true);
+    IF p_critical_sound_name IS NOT NULL THEN
+        PERFORM push_check_text_bytes('critical_sound.name', p_critical_sound_name, 1, 64, true);
+    END IF;
     IF p_critical_sound_volume IS NOT NULL AND NOT push_unit_fraction_ok(p_critical_sound_volume) THEN
         PERFORM push_refuse('critical_sound.volume', 'must be a number from 0 to 1 with at most 4 decimal places');
     END IF;
@@ -40,11 +53,21 @@ BEGIN
                                  ELSE 'category' END,
             'sound (or critical_sound.name), thread_id, category and target_content_id together at most 128 bytes (UTF-8, as escaped in the JSON payload)');
     END IF;
-    PERFORM push_check_text_bytes('title_loc_key', p_title_loc_key, 1, 256, false);
-    PERFORM push_check_loc_args('title_loc_args', p_title_loc_args);
-    PERFORM push_check_text_bytes('body_loc_key', p_body_loc_key, 1, 256, false);
-    PERFORM push_check_loc_args('body_loc_args', p_body_loc_args);
-    PERFORM push_check_text_bytes('channel_id', p_channel_id, 1, 128, false);
+    IF p_title_loc_key IS NOT NULL THEN
+        PERFORM push_check_text_bytes('title_loc_key', p_title_loc_key, 1, 256, false);
+    END IF;
+    IF p_title_loc_args IS NOT NULL THEN
+        PERFORM push_check_loc_args('title_loc_args', p_title_loc_args);
+    END IF;
+    IF p_body_loc_key IS NOT NULL THEN
+        PERFORM push_check_text_bytes('body_loc_key', p_body_loc_key, 1, 256, false);
+    END IF;
+    IF p_body_loc_args IS NOT NULL THEN
+        PERFORM push_check_loc_args('body_loc_args', p_body_loc_args);
+    END IF;
+    IF p_channel_id IS NOT NULL THEN
+        PERFORM push_check_text_bytes('channel_id', p_channel_id, 1, 128, false);
+    END IF;
 
     -- Combinations (R-KIND-1..3), in the order PushCore checks them.
     IF p_push_type = 'background' THEN

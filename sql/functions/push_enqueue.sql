@@ -15,6 +15,9 @@ CREATE OR REPLACE FUNCTION push_enqueue(
     p_critical_sound_volume float8 DEFAULT NULL, p_title_loc_key text DEFAULT NULL, p_title_loc_args text[] DEFAULT NULL,
     p_body_loc_key text DEFAULT NULL, p_body_loc_args text[] DEFAULT NULL, p_channel_id text DEFAULT NULL)
 RETURNS TABLE (notification_id uuid, created boolean)
+-- Generic plans (sql/0021, issue 17): the charges' INSERT ... SELECT was planned again at every call,
+-- its generic plan (costed for an audience of unknown size) never cheaper than a custom one for one user.
+SET plan_cache_mode = force_generic_plan
 LANGUAGE plpgsql AS $$
 DECLARE
     v_app push_apps;

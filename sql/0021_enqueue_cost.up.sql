@@ -1,0 +1,325 @@
+-- The database's cost per notification: enqueue (issue 17, part 4). Expand-then-contract: four
+-- functions restated with their names, signatures, answers, bounds, messages and order, so a worker
+-- or an API of the previous release keeps working; no table changes.
+--
+-- What push_enqueue paid per call beyond its three rows (pg_stat_statements with nested statements
+-- and planning, perf on the backends; 2 sessions of single-user calls): the charges' INSERT ... SELECT
+-- was planned again at every call (plan_cache_mode below); push_loc_text_bytes and
+-- push_json_text_bytes are SQL functions the planner did not inline (a subquery; a STABLE body
+-- declared IMMUTABLE), so each call parsed and planned their bodies; and push_check_kind_fields ran
+-- ten PERFORMs (each a statement with its own executor) for fields that are absent.
+
+-- push_json_text_bytes(text): the text of sql/functions/push_json_text_bytes.sql.
+CREATE OR REPLACE FUNCTION push_json_text_bytes(p text) RETURNS int
+LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
+    SELECT octet_length(to_json(p)::text) - 2
+$$;
+
+-- push_loc_text_bytes(text,text[],text,text[]): the text of sql/functions/push_loc_text_bytes.sql.
+CREATE OR REPLACE FUNCTION push_loc_text_bytes(p_title_loc_key text, p_title_loc_args text[], p_body_loc_key text,
+                                    p_body_loc_args text[]) RETURNS bigint
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(octet_length(p_title_loc_key), 0)::bigint + coalesce(octet_length(p_body_loc_key), 0)
+         + coalesce(octet_length(array_to_string(p_title_loc_args, '')), 0)
+         + coalesce(octet_length(array_to_string(p_body_loc_args, '')), 0)
+$$;
+
+-- push_check_kind_fields(text,text,text,int,text,text,text,float8,text,text,text,float8,text,text[],text,text[],text): the text of sql/functions/push_check_kind_fields.sql.
+CREATE OR REPLACE FUNCTION push_check_kind_fields(
+    p_push_type text, p_title text, p_body text, p_badge int, p_sound text, p_thread_id text,
+    p_interruption_level text, p_relevance_score float8, p_category text, p_target_content_id text,
+    p_critical_sound_name text, p_critical_sound_volume float8, p_title_loc_key text, p_title_loc_args text[],
+    p_body_loc_key text, p_body_loc_args text[], p_channel_id text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_shown text;
+BEGIN
+    IF p_sound IS NOT NULL THEN
+        PERFORM push_check_text_bytes('sound', p_sound, 0, 64, true);
+    END IF;
+    IF p_thread_id IS NOT NULL THEN
+        PERFORM push_check_text_bytes('thread_id', p_thread_id, 0, 64, true);
+    END IF;
+    IF p_push_type NOT IN ('alert', 'background') THEN
+        PERFORM push_refuse('push_type', 'must be alert or background');
+    END IF;
+    IF p_interruption_level IS NOT NULL AND p_interruption_level NOT IN ('passive', 'active', 'time-sensitive', 'critical') THEN
+        PERFORM push_refuse('interruption_level', 'must be passive, active, time-sensitive or critical');
+    END IF;
+    IF p_relevance_score IS NOT NULL AND NOT push_unit_fraction_ok(p_relevance_score) THEN
+        PERFORM push_refuse('relevance_score', 'must be a number from 0 to 1 with at most 4 decimal places');
+    END IF;
+    IF p_category IS NOT NULL THEN
+        PERFORM push_check_text_bytes('category', p_category, 1, 64, true);
+    END IF;
+    IF p_target_content_id IS NOT NULL THEN
+        PERFORM push_check_text_bytes('target_content_id', p_target_content_id, 1, 64, true);
+    END IF;
+    IF p_critical_sound_name IS NULL AND p_critical_sound_volume IS NOT NULL THEN
+        PERFORM push_refuse('critical_sound.name', 'is required with critical_sound.volume');
+    END IF;
+    IF p_critical_sound_name IS NOT NULL THEN
+        PERFORM push_check_text_bytes('critical_sound.name', p_critical_sound_name, 1, 64, true);
+    END IF;
+    IF p_critical_sound_volume IS NOT NULL AND NOT push_unit_fraction_ok(p_critical_sound_volume) THEN
+        PERFORM push_refuse('critical_sound.volume', 'must be a number from 0 to 1 with at most 4 decimal places');
+    END IF;
+    IF coalesce(push_json_text_bytes(p_sound), 0) + coalesce(push_json_text_bytes(p_thread_id), 0)
+       + coalesce(push_json_text_bytes(p_category), 0) + coalesce(push_json_text_bytes(p_target_content_id), 0)
+       + coalesce(push_json_text_bytes(p_critical_sound_name), 0) > 128 THEN
+        -- Named: the last of them in request order (sound and thread_id alone always fit).
+        PERFORM push_refuse(CASE WHEN p_critical_sound_name IS NOT NULL THEN 'critical_sound.name'
+                                 WHEN p_target_content_id IS NOT NULL THEN 'target_content_id'
+                                 ELSE 'category' END,
+            'sound (or critical_sound.name), thread_id, category and target_content_id together at most 128 bytes (UTF-8, as escaped in the JSON payload)');
+    END IF;
+    IF p_title_loc_key IS NOT NULL THEN
+        PERFORM push_check_text_bytes('title_loc_key', p_title_loc_key, 1, 256, false);
+    END IF;
+    IF p_title_loc_args IS NOT NULL THEN
+        PERFORM push_check_loc_args('title_loc_args', p_title_loc_args);
+    END IF;
+    IF p_body_loc_key IS NOT NULL THEN
+        PERFORM push_check_text_bytes('body_loc_key', p_body_loc_key, 1, 256, false);
+    END IF;
+    IF p_body_loc_args IS NOT NULL THEN
+        PERFORM push_check_loc_args('body_loc_args', p_body_loc_args);
+    END IF;
+    IF p_channel_id IS NOT NULL THEN
+        PERFORM push_check_text_bytes('channel_id', p_channel_id, 1, 128, false);
+    END IF;
+
+    -- Combinations (R-KIND-1..3), in the order PushCore checks them.
+    IF p_push_type = 'background' THEN
+        v_shown := CASE
+            WHEN p_title IS NOT NULL THEN 'title'
+            WHEN p_body IS NOT NULL THEN 'body'
+            WHEN p_badge IS NOT NULL THEN 'badge'
+            WHEN p_sound IS NOT NULL THEN 'sound'
+            WHEN p_thread_id IS NOT NULL THEN 'thread_id'
+            WHEN p_interruption_level IS NOT NULL THEN 'interruption_level'
+            WHEN p_relevance_score IS NOT NULL THEN 'relevance_score'
+            WHEN p_category IS NOT NULL THEN 'category'
+            WHEN p_target_content_id IS NOT NULL THEN 'target_content_id'
+            WHEN p_critical_sound_name IS NOT NULL THEN 'critical_sound'
+            WHEN p_title_loc_key IS NOT NULL THEN 'title_loc_key'
+            WHEN p_title_loc_args IS NOT NULL THEN 'title_loc_args'
+            WHEN p_body_loc_key IS NOT NULL THEN 'body_loc_key'
+            WHEN p_body_loc_args IS NOT NULL THEN 'body_loc_args'
+            WHEN p_channel_id IS NOT NULL THEN 'channel_id'
+        END;
+        IF v_shown IS NOT NULL THEN
+            PERFORM push_refuse(v_shown, 'a background push (push_type background) carries only data and the collapse key');
+        END IF;
+    END IF;
+    IF p_critical_sound_name IS NOT NULL AND p_sound IS NOT NULL THEN
+        PERFORM push_refuse('critical_sound', 'give sound or critical_sound, not both (both are aps.sound)');
+    END IF;
+    IF p_interruption_level = 'critical' AND p_critical_sound_name IS NULL THEN
+        PERFORM push_refuse('interruption_level', 'critical needs critical_sound (the critical-alert sound dictionary)');
+    END IF;
+    IF p_critical_sound_name IS NOT NULL AND p_interruption_level IS DISTINCT FROM 'critical' THEN
+        PERFORM push_refuse('critical_sound', 'only with interruption_level critical');
+    END IF;
+    IF p_title_loc_args IS NOT NULL AND p_title_loc_key IS NULL THEN
+        PERFORM push_refuse('title_loc_args', 'needs title_loc_key');
+    END IF;
+    IF p_body_loc_args IS NOT NULL AND p_body_loc_key IS NULL THEN
+        PERFORM push_refuse('body_loc_args', 'needs body_loc_key');
+    END IF;
+END
+$$;
+
+-- push_enqueue(uuid,text,text[],uuid[],text,text,text,int,text,text,text,text,timestamptz,int,text,text,text,timestamptz,text,text,float8,text,text,text,float8,text,text[],text,text[],text): the text of sql/functions/push_enqueue.sql.
+CREATE OR REPLACE FUNCTION push_enqueue(
+    p_app_id uuid, p_mode text, p_user_ids text[], p_device_ids uuid[],
+    p_title text, p_body text, p_data text, p_badge int, p_sound text, p_thread_id text,
+    p_collapse_key text, p_priority text, p_send_at timestamptz, p_ttl int,
+    p_idempotency_key text, p_sms_phone text, p_sms_text text,
+    p_now timestamptz DEFAULT now(),
+    p_push_type text DEFAULT NULL, p_interruption_level text DEFAULT NULL, p_relevance_score float8 DEFAULT NULL,
+    p_category text DEFAULT NULL, p_target_content_id text DEFAULT NULL, p_critical_sound_name text DEFAULT NULL,
+    p_critical_sound_volume float8 DEFAULT NULL, p_title_loc_key text DEFAULT NULL, p_title_loc_args text[] DEFAULT NULL,
+    p_body_loc_key text DEFAULT NULL, p_body_loc_args text[] DEFAULT NULL, p_channel_id text DEFAULT NULL)
+RETURNS TABLE (notification_id uuid, created boolean)
+-- Generic plans (sql/0021, issue 17): the charges' INSERT ... SELECT was planned again at every call,
+-- its generic plan (costed for an audience of unknown size) never cheaper than a custom one for one user.
+SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_app push_apps;
+    v_id uuid;
+    v_ttl int := coalesce(p_ttl, 2419200);
+    v_priority text := coalesce(p_priority, 'high');
+    v_data json;
+    v_floor bigint;
+    v_bad bigint;
+    v_prev push_notifications;
+    v_differs text;
+    v_push_type text := coalesce(p_push_type, 'alert');
+    v_title_loc_args text[] := CASE WHEN cardinality(p_title_loc_args) = 0 THEN NULL ELSE p_title_loc_args END;
+    v_body_loc_args text[] := CASE WHEN cardinality(p_body_loc_args) = 0 THEN NULL ELSE p_body_loc_args END;
+BEGIN
+    IF p_mode IS NULL OR p_mode NOT IN ('test', 'live') THEN
+        PERFORM push_refuse('mode', 'must be test or live');
+    END IF;
+    SELECT * INTO v_app FROM push_apps WHERE id = p_app_id AND deleted_at IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'NOT_FOUND: push app % does not exist', p_app_id USING COLUMN = 'app_id';
+    END IF;
+    IF p_now IS NULL OR NOT isfinite(p_now) THEN
+        PERFORM push_refuse('now', 'must be a finite time');
+    END IF;
+
+    IF p_user_ids IS NULL OR cardinality(p_user_ids) = 0 THEN
+        PERFORM push_refuse('user_ids', 'at least one user is required');
+    END IF;
+    IF array_ndims(p_user_ids) <> 1 OR cardinality(p_user_ids) > 1000 THEN
+        PERFORM push_refuse('user_ids', 'at most 1000 user ids, in a one-dimensional array');
+    END IF;
+    SELECT min(u.i) - 1 INTO v_bad FROM unnest(p_user_ids) WITH ORDINALITY AS u(id, i)
+     WHERE u.id IS NULL OR char_length(u.id) NOT BETWEEN 1 AND 255;
+    IF v_bad IS NOT NULL THEN
+        PERFORM push_refuse('user_ids', format('element %s (from 0) is not a user id of 1 to 255 characters', v_bad));
+    END IF;
+    IF p_device_ids IS NOT NULL THEN
+        IF cardinality(p_device_ids) = 0 OR array_ndims(p_device_ids) <> 1 OR cardinality(p_device_ids) > 1000 THEN
+            PERFORM push_refuse('device_ids', 'when given, 1 to 1000 device ids in a one-dimensional array');
+        END IF;
+        IF array_position(p_device_ids, NULL) IS NOT NULL THEN
+            PERFORM push_refuse('device_ids', 'no element may be null');
+        END IF;
+    END IF;
+
+    IF p_data IS NOT NULL AND octet_length(p_data) > 65536 THEN
+        PERFORM push_refuse('data', 'at most 65536 bytes of JSON text');
+    END IF;
+    BEGIN
+        v_data := p_data::json;
+        IF v_data IS NOT NULL AND json_typeof(v_data) = 'object' THEN
+            v_floor := push_content_floor(p_title, p_body, v_data);
+        ELSE
+            v_floor := push_content_floor(p_title, p_body, NULL);
+        END IF;
+    EXCEPTION WHEN data_exception OR program_limit_exceeded THEN
+        -- Never the server's own message: its context quotes the text.
+        PERFORM push_refuse('data', 'must be a JSON object (valid JSON, without \u0000)');
+    END;
+    IF v_data IS NOT NULL AND json_typeof(v_data) <> 'object' THEN
+        PERFORM push_refuse('data', 'must be a JSON object');
+    END IF;
+    v_floor := v_floor + push_loc_text_bytes(p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args);
+    IF v_floor > 4096 THEN
+        RAISE EXCEPTION 'PUSH_PAYLOAD_TOO_LARGE: content is at least % bytes in every payload kind and can never fit in 4096; cut at least % bytes',
+            v_floor, v_floor - 4096;
+    END IF;
+
+    IF p_badge IS NOT NULL AND p_badge < 0 THEN
+        PERFORM push_refuse('badge', 'must be from 0 to 2147483647');
+    END IF;
+    PERFORM push_check_kind_fields(v_push_type, p_title, p_body, p_badge, p_sound, p_thread_id, p_interruption_level,
+        p_relevance_score, p_category, p_target_content_id, p_critical_sound_name, p_critical_sound_volume,
+        p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args, p_channel_id);
+    IF p_collapse_key IS NOT NULL
+       AND (octet_length(p_collapse_key) NOT BETWEEN 1 AND 64 OR p_collapse_key ~ '[\u0001-\u001f\u007f]') THEN
+        PERFORM push_refuse('collapse_key', 'must be 1 to 64 bytes (R-SEND-13) without control characters');
+    END IF;
+    IF v_priority NOT IN ('high', 'normal') THEN
+        PERFORM push_refuse('priority', 'must be high or normal');
+    END IF;
+    IF v_ttl < 0 OR v_ttl > 2419200 THEN
+        PERFORM push_refuse('ttl', 'must be from 0 to 2419200 seconds');
+    END IF;
+    IF p_send_at IS NOT NULL AND (NOT isfinite(p_send_at) OR p_send_at > p_now + interval '365 days'
+                                  OR p_send_at < p_now - interval '30 days') THEN
+        PERFORM push_refuse('send_at', 'must be a finite time from 30 days before to 365 days after acceptance');
+    END IF;
+    IF p_idempotency_key IS NOT NULL AND char_length(p_idempotency_key) NOT BETWEEN 1 AND 255 THEN
+        PERFORM push_refuse('idempotency_key', 'must be 1 to 255 characters');
+    END IF;
+    IF (p_sms_phone IS NULL) <> (p_sms_text IS NULL) THEN
+        PERFORM push_refuse(CASE WHEN p_sms_phone IS NULL THEN 'sms_fallback.phone' ELSE 'sms_fallback.text' END,
+                            'an SMS fallback needs both a phone number and a text');
+    END IF;
+    IF p_sms_phone IS NOT NULL AND p_sms_phone !~ '^\+[1-9][0-9]{7,14}$' THEN
+        PERFORM push_refuse('sms_fallback.phone', 'must be an E.164 number: + and 8 to 15 digits, the first not 0');
+    END IF;
+    IF p_sms_text IS NOT NULL AND char_length(p_sms_text) NOT BETWEEN 1 AND 1600 THEN
+        PERFORM push_refuse('sms_fallback.text', 'must be 1 to 1600 characters');
+    END IF;
+
+    INSERT INTO push_notifications AS n (app_id, mode, user_ids, device_ids, title, body, data, badge, sound,
+        thread_id, collapse_key, priority, ttl_seconds, send_at, accepted_at, expires_at, idempotency_key,
+        sms_phone, sms_text, push_type, interruption_level, relevance_score, category, target_content_id,
+        critical_sound_name, critical_sound_volume, title_loc_key, title_loc_args, body_loc_key, body_loc_args,
+        channel_id)
+    VALUES (p_app_id, p_mode, p_user_ids, p_device_ids, p_title, p_body, p_data, p_badge, p_sound,
+        p_thread_id, p_collapse_key, v_priority, v_ttl, p_send_at, p_now,
+        push_expires_at(p_now, p_send_at, v_ttl), p_idempotency_key, p_sms_phone, p_sms_text, v_push_type,
+        p_interruption_level, p_relevance_score, p_category, p_target_content_id, p_critical_sound_name,
+        p_critical_sound_volume, p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args, p_channel_id)
+    ON CONFLICT (app_id, mode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING n.id INTO v_id;
+
+    IF v_id IS NULL THEN
+        -- R-API-5: a replay answers the first notification; other content is refused.
+        SELECT * INTO v_prev FROM push_notifications n
+         WHERE n.app_id = p_app_id AND n.mode = p_mode AND n.idempotency_key = p_idempotency_key;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'the notification of this idempotency key changed concurrently' USING ERRCODE = '40001';
+        END IF;
+        v_differs := CASE
+            WHEN ARRAY(SELECT DISTINCT u FROM unnest(v_prev.user_ids) u ORDER BY 1)
+                 IS DISTINCT FROM ARRAY(SELECT DISTINCT u FROM unnest(p_user_ids) u ORDER BY 1) THEN 'user_ids'
+            WHEN (v_prev.device_ids IS NULL) <> (p_device_ids IS NULL)
+                 OR ARRAY(SELECT DISTINCT d FROM unnest(v_prev.device_ids) d ORDER BY 1)
+                    IS DISTINCT FROM ARRAY(SELECT DISTINCT d FROM unnest(p_device_ids) d ORDER BY 1) THEN 'device_ids'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.title IS DISTINCT FROM p_title THEN 'title'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.body IS DISTINCT FROM p_body THEN 'body'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.data IS DISTINCT FROM p_data THEN 'data'
+            WHEN v_prev.badge IS DISTINCT FROM p_badge THEN 'badge'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.sound IS DISTINCT FROM p_sound THEN 'sound'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.thread_id IS DISTINCT FROM p_thread_id THEN 'thread_id'
+            WHEN v_prev.collapse_key IS DISTINCT FROM p_collapse_key THEN 'collapse_key'
+            WHEN v_prev.priority IS DISTINCT FROM v_priority THEN 'priority'
+            WHEN v_prev.ttl_seconds IS DISTINCT FROM v_ttl THEN 'ttl'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.sms_phone IS DISTINCT FROM p_sms_phone THEN 'sms_fallback.phone'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.sms_text IS DISTINCT FROM p_sms_text THEN 'sms_fallback.text'
+            WHEN v_prev.push_type IS DISTINCT FROM v_push_type THEN 'push_type'
+            WHEN v_prev.interruption_level IS DISTINCT FROM p_interruption_level THEN 'interruption_level'
+            WHEN v_prev.relevance_score IS DISTINCT FROM p_relevance_score THEN 'relevance_score'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.category IS DISTINCT FROM p_category THEN 'category'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.target_content_id IS DISTINCT FROM p_target_content_id
+                THEN 'target_content_id'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.critical_sound_name IS DISTINCT FROM p_critical_sound_name
+                THEN 'critical_sound.name'
+            WHEN v_prev.critical_sound_volume IS DISTINCT FROM p_critical_sound_volume THEN 'critical_sound.volume'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.title_loc_key IS DISTINCT FROM p_title_loc_key THEN 'title_loc_key'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.title_loc_args IS DISTINCT FROM v_title_loc_args THEN 'title_loc_args'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.body_loc_key IS DISTINCT FROM p_body_loc_key THEN 'body_loc_key'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.body_loc_args IS DISTINCT FROM v_body_loc_args THEN 'body_loc_args'
+            WHEN v_prev.content_erased_at IS NULL AND v_prev.channel_id IS DISTINCT FROM p_channel_id THEN 'channel_id'
+        END;
+        IF v_differs IS NOT NULL THEN
+            RAISE EXCEPTION 'IDEMPOTENCY_KEY_REUSED: the idempotency key was used for notification % with another %',
+                v_prev.id, v_differs USING COLUMN = 'idempotency_key';
+        END IF;
+        RETURN QUERY SELECT v_prev.id, false;
+        RETURN;
+    END IF;
+
+    -- Acceptance charges (R-SEND-9): what the policy would deliver to now (push_devices_audience_idx).
+    INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
+    SELECT v_id, d.id, 'charge', p_app_id, p_mode, 'accepted'
+      FROM push_devices d
+     WHERE d.app_id = p_app_id AND d.mode = p_mode AND d.active AND d.user_id = ANY (p_user_ids)
+       AND (p_device_ids IS NULL OR d.id = ANY (p_device_ids))
+       AND (d.public_key IS NOT NULL OR d.platform = 'web' OR NOT v_app.require_encryption);
+
+    INSERT INTO push_jobs (kind, notification_id, app_id, run_at)
+    VALUES ('notification', v_id, p_app_id, greatest(p_now, coalesce(p_send_at, p_now)));
+
+    PERFORM pg_notify('pushfleet_jobs', '');
+    RETURN QUERY SELECT v_id, true;
+END
+$$;
