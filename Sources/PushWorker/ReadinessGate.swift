@@ -6,8 +6,9 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0016_token_platform is the newest migration it uses
-    /// (the registration refusing a token's platform change, R-DEV-2, which the API answers 409);
+    /// The schema version this build needs: sql/0018_whole_app_audiences is the newest migration it
+    /// uses (whole-app audiences: `push_split_audience`, the 'split' job kind, push_enqueue's
+    /// audience; issue 22); sql/0016_token_platform the registration refusing a token's platform change, R-DEV-2, which the API answers 409);
     /// sql/0015_api_access keys scoped to apps, the audit log, the usage report's index and
     /// `push_erase_user`; sql/0014_provider_pauses the fleet-wide provider pauses of R-KIND-4
     /// (`PGPauseStore`); sql/0013_database_cost the set-based start and record (the Maintainer folds

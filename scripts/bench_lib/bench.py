@@ -170,7 +170,7 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api"],
+    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api", "audience"],
                     help="run one phase: fairness prints its figures; providers and dbcost write their part of --out; "
                          "api writes docs/bench-api-results.md")
     ap.add_argument("--history-rows", type=float, default=10_000_000, help="--only history: delivery and ledger rows")
@@ -203,6 +203,13 @@ def main():
         psql("ALTER SYSTEM SET synchronous_commit = off")
         psql("SELECT pg_reload_conf()")
     res["sync_commit"] = psql("SHOW synchronous_commit")
+    if a.only == "audience":
+        import audience
+        text = audience.markdown(audience.run(P, s), a.cmdline)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(text)
+        return
     log(f"scale {s}: (a) {n_single} notifications, (b) {n_bcast} users, variants {n_split} notifications")
     make_keys()
     open_app, secure_app = create_app("bench open", False), create_app("bench secure", True)

@@ -117,6 +117,15 @@ enum JobQueries {
       FROM push_start_notifications($1::bigint[], $2::uuid[], $3::int, $4::text, coalesce($5::timestamptz, now()))
     """
 
+    /// One step of a whole-app audience's split (`$1` job, `$2` lease token, `$3` devices per step,
+    /// `$4` batch size, `$5` unfinished batches that throttle it, `$6` the wait when throttled,
+    /// seconds): sql/functions/push_split_audience.sql, keyset pagination over
+    /// `push_devices_broadcast_idx (app_id, mode, id) WHERE active`.
+    static let splitAudience = """
+    SELECT outcome, batch_jobs, devices, charged
+      FROM push_split_audience($1::bigint, $2::uuid, $3::int, $4::int, $5::int, $6::float8, coalesce($7::timestamptz, now()))
+    """
+
     /// Devices of several batches (keys, targeting at send time, delivery progress, charge) in one
     /// round trip: `$1` batch index, `$2` notification id, `$3` device id, one element per device.
     /// `targeted` re-checks R-SEND-1 at send time for every device (a retry batch may run after the
