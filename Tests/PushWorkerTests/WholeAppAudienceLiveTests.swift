@@ -18,7 +18,7 @@ final class WholeAppAudienceLiveTests: LiveTestCase {
         var live = try conn.registerMany(appID, mode: .live, count: 20_000, prefix: "ok-\(tag)", environment: "production")
         let gone = Array(live.keys.sorted { $0.uuidString < $1.uuidString }.prefix(100))
         for id in gone {
-            _ = try conn.exec("SELECT * FROM push_delete_device($1::uuid)", [.uuid(id)])
+            _ = try conn.exec("SELECT push_delete_device(app_id, mode, id) FROM push_devices WHERE id = $1::uuid", [.uuid(id)])
             live[id] = nil
         }
         let testMode = try conn.registerMany(appID, mode: .test, count: 50, prefix: "ok-\(tag)-test")
