@@ -450,8 +450,10 @@ BEGIN
                lease_owner = NULL
          WHERE id = p_job_id;
     ELSE
-        UPDATE push_jobs SET state = 'available', run_at = p_now, attempt = 0, lease_token = NULL,
-                             lease_expires_at = NULL, lease_owner = NULL
+        -- Its run_at kept: the split job stays its app's first job in the claim's order (ahead of
+        -- the batches it made), while the claim's round robin gives other apps their turn.
+        UPDATE push_jobs SET state = 'available', attempt = 0, lease_token = NULL, lease_expires_at = NULL,
+                             lease_owner = NULL
          WHERE id = p_job_id;
     END IF;
     PERFORM pg_notify('pushfleet_jobs', '');

@@ -80,21 +80,23 @@ def latency_run(binary, app, prefix, users, count, rate, scheduled_share):
 
 
 def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_prefix, probe_users, rounds=3,
-                 interval=0.1):
+                 interval=0.1, enqueue_sql=None):
     """Issue 4, fairness: two idle workers; `rounds` times, one app enqueues a broadcast to
     `bcast_users` users (two devices each), and while it is being delivered another app enqueues a
     single-user notification (two devices) every `interval` seconds. A probe's time is from its
     acceptance to its last delivery row's commit (after the provider answered: an upper bound on
     reaching the provider); only probes delivered before their broadcast's last delivery count.
     Also returns each worker's share of the broadcasts' deliveries, from its claim.record /
-    batch.record lines (info level)."""
+    batch.record lines (info level). `enqueue_sql` replaces the broadcast's statement (one id a line;
+    audience.py's whole-app broadcast)."""
     reset_queue()
     workers, logs, feed = idle_fleet(binary, "fairness", "info")
     rng = secrets.SystemRandom()
     sent, behind, broadcast_s, broadcasts = 0, [], [], []
     for _ in range(rounds):
         t0 = time.time()
-        ids = ",".join(f"'{x}'" for x in psql(enqueue_broadcast_sql(bcast_app, bcast_prefix, bcast_users)).split())
+        ids = ",".join(f"'{x}'" for x in psql(enqueue_sql or enqueue_broadcast_sql(bcast_app, bcast_prefix,
+                                                                                  bcast_users)).split())
         broadcasts.append(ids)
         deadline = time.time() + 120
         while time.time() < deadline and int(psql(

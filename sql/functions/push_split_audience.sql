@@ -12,14 +12,16 @@
 -- the cursor moved past the chunk, and remaining_batches counting the new jobs. A worker killed
 -- after the commit resumes after the cursor, one killed before it leaves nothing: no device is
 -- split twice or skipped. Answers, one row:
---   'split': a full chunk was taken; the job is available again at once (behind the jobs due
---     before it: other apps' work is claimed in turn between two steps).
+--   'split': a full chunk was taken; the job is available again at once, its run_at kept (first
+--     among its app's jobs; the claim's round robin across apps gives other apps' work its turn
+--     between two steps).
 --   'done': the chunk was the last (shorter than p_chunk); the split job itself became the last
 --     batch job (its last group, or no device: an empty batch that lets the notification end), so
 --     remaining_batches' count of the split (1, from push_start_notifications) moves to it.
 --   'throttled': the notification already has p_max_pending batches or more unfinished; nothing
---     split, the job is available again p_wait_seconds later (a big audience never fills the
---     queue's claim window: other apps' notifications stay among the oldest jobs due).
+--     split, the job is available again p_wait_seconds later, behind the batches made before (a
+--     big audience never fills the queue's claim window: other apps' notifications stay among the
+--     oldest jobs due).
 --   'not_sending': the notification is no longer sending or has no whole-app audience; the job
 --     is completed (nothing else written). 'lease_lost', 'orphaned': nothing written.
 -- Locks (sql/LOCK_ORDER.md): the notification row, then the job row; new rows are inserted only.
@@ -117,8 +119,10 @@ BEGIN
                lease_owner = NULL
          WHERE id = p_job_id;
     ELSE
-        UPDATE push_jobs SET state = 'available', run_at = p_now, attempt = 0, lease_token = NULL,
-                             lease_expires_at = NULL, lease_owner = NULL
+        -- Its run_at kept: the split job stays its app's first job in the claim's order (ahead of
+        -- the batches it made), while the claim's round robin gives other apps their turn.
+        UPDATE push_jobs SET state = 'available', attempt = 0, lease_token = NULL, lease_expires_at = NULL,
+                             lease_owner = NULL
          WHERE id = p_job_id;
     END IF;
     PERFORM pg_notify('pushfleet_jobs', '');
