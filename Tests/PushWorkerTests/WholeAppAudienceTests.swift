@@ -129,7 +129,7 @@ final class WholeAppAudienceTests: PGWorkerTestCase {
         let job = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30).first)
         XCTAssertNil(try store.startOne(job, batchSize: 50).inlineDeviceIDs)
         for _ in 0..<3 {
-            // The split job waits behind the batch jobs made before it: claim them all, keep it.
+            // Claim what is due (the split job and the batches it made), keep the split job.
             let claimed = try store.jobClaimBatch(owner: "t", limit: 100, leaseSeconds: 30)
             let split = try XCTUnwrap(claimed.first { $0.kind == .split })
             try store.jobRelease(claimed.filter { $0.id != split.id }.map(\.lease))
