@@ -102,12 +102,18 @@ public struct NotificationBody: Sendable {
 
     /// Reads the body (`data` kept as compact JSON text in the client's key order, R-ENC-9;
     /// `send_at` RFC 3339 with an offset; the kind fields of R-KIND-1..3, `critical_sound` as
-    /// `{"name", "volume"}`). - Throws: `APIError` 400 / 422.
+    /// `{"name", "volume"}`; `audience` `all` with optional `platforms` instead of `user_ids`).
+    /// - Throws: `APIError` 400 / 422.
     public static func decode(_ body: [UInt8]) throws -> NotificationBody {
         var f = try JSONFields.parseBody(body)
         let appID = try f.requiredString("app_id")
-        guard let users = try f.strings("user_ids") else { throw f.missing("user_ids") }
-        var r = SendRequest(appID: placeholderID, mode: .test, userIDs: users)
+        // `audience: "all"` (issue 22) instead of `user_ids`; its rules are the acceptance service's.
+        let audience = try f.string("audience")
+        let users = try f.strings("user_ids")
+        if users == nil && audience == nil { throw f.missing("user_ids") }
+        var r = SendRequest(appID: placeholderID, mode: .test, userIDs: users ?? [])
+        r.audience = audience
+        r.platforms = try f.strings("platforms")
         let devices = try f.strings("device_ids")
         r.title = try f.string("title")
         r.body = try f.string("body")

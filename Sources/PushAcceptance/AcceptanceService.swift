@@ -58,7 +58,9 @@ public final class AcceptanceService {
     /// Accepts one notification (R-SEND-1): validates every field, builds its content, refuses it
     /// `PUSH_PAYLOAD_TOO_LARGE` with the bytes to cut when the largest payload among the devices it
     /// targets now would exceed 4096 bytes (or when no payload kind could ever carry it, whatever
-    /// the audience), then enqueues it (charges, job, NOTIFY in one statement).
+    /// the audience), then enqueues it (charges, job, NOTIFY in one statement). A whole-app
+    /// audience (`audience: all`, issue 22) is measured against any device of its platforms
+    /// (`DeliveryPlanner.anyDeviceOf`), not read device by device, and is charged at send time.
     ///
     /// An idempotency key already used in the app and mode answers the first notification
     /// (`created` false) when every field but `send_at` is the same, and `IDEMPOTENCY_KEY_REUSED`
@@ -83,11 +85,13 @@ public final class AcceptanceService {
                                       platforms: providers.planning)
         let floor = planner.contentFloorCheck
         if !floor.fits { throw AcceptanceError.tooLarge(floor) }
-        let devices = preview.audience.map {
-            DeviceSnapshot(platform: Platform(rawValue: $0.platform), token: $0.address,
-                           apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
-                           publicKey: $0.publicKey, kid: $0.kid)
-        }
+        // A whole-app audience is known only at its send time: measure any device it may hold.
+        let devices = request.audience != nil ? planner.anyDeviceOf(platforms: request.platforms?.map(Platform.init(rawValue:)))
+            : preview.audience.map {
+                DeviceSnapshot(platform: Platform(rawValue: $0.platform), token: $0.address,
+                               apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),
+                               publicKey: $0.publicKey, kid: $0.kid)
+            }
         if let worst = planner.acceptanceSizeCheck(devices: devices), !worst.fits {
             // A replay is judged by push_enqueue against its first notification, not by today's devices.
             let replay = try request.idempotencyKey.map {

@@ -39,8 +39,14 @@ public struct SendRequest: Sendable, Equatable {
     public var appID: UUID
     /// Test or live: the credential's mode (R-MODE-1).
     public var mode: Mode
-    /// The users addressed (field `user_ids`), 1 to 1,000.
+    /// The users addressed (field `user_ids`), 1 to 1,000; none with a whole-app audience.
     public var userIDs: [String]
+    /// Field `audience`: nil = the users of `userIDs`; `all` = every active device of the app in
+    /// the request's mode at the send time (issue 22; R-SEND-1 at the send time).
+    public var audience: String?
+    /// Field `platforms`: narrows a whole-app audience to these platforms (1 to 3 of ios, android,
+    /// web); nil = every platform.
+    public var platforms: [String]?
     /// Narrows the audience to these of their devices (field `device_ids`); nil = all of them.
     public var deviceIDs: [UUID]?
     /// Field `title`.

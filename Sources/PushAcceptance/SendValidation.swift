@@ -17,7 +17,7 @@ enum SendValidation {
     typealias Limits = AcceptanceLimits
 
     static func validate(_ r: SendRequest, now: Date) throws -> ValidatedSend {
-        try checkUsers(r.userIDs)
+        try checkAudience(r)
         if let ids = r.deviceIDs, ids.isEmpty || ids.count > Limits.maxDeviceIDs {
             throw AcceptanceError.invalid("device_ids", "when given, 1 to \(Limits.maxDeviceIDs) device ids")
         }
@@ -86,6 +86,8 @@ enum SendValidation {
     static func storageRequest(_ r: SendRequest, data: String?) -> EnqueueRequest {
         var q = EnqueueRequest(appID: r.appID, mode: r.mode.rawValue, userIDs: r.userIDs)
         q.deviceIDs = r.deviceIDs
+        q.audience = r.audience
+        q.audiencePlatforms = r.platforms
         q.title = r.title
         q.body = r.body
         q.data = data
@@ -112,6 +114,32 @@ enum SendValidation {
         q.bodyLocArgs = r.bodyLocArgs
         q.channelID = r.channelID
         return q
+    }
+
+    /// The audience (R-SEND-1, issue 22): the users of `user_ids`, or `audience: all` (every active
+    /// device of the app in the mode at the send time) with no `user_ids` and no `device_ids`,
+    /// optionally narrowed to 1 to 3 distinct `platforms` among ios, android and web.
+    static func checkAudience(_ r: SendRequest) throws {
+        guard let audience = r.audience else {
+            if r.platforms != nil {
+                throw AcceptanceError.invalid("platforms", "only a whole-app audience (audience all) is narrowed by platform")
+            }
+            try checkUsers(r.userIDs)
+            return
+        }
+        guard audience == "all" else {
+            throw AcceptanceError.invalid("audience", "must be all (every active device of the app in its mode) or absent")
+        }
+        guard r.userIDs.isEmpty, r.deviceIDs == nil else {
+            throw AcceptanceError.invalid("audience", "a whole-app audience takes no user_ids and no device_ids")
+        }
+        if let platforms = r.platforms {
+            guard !platforms.isEmpty, platforms.count <= Limits.audiencePlatforms.count,
+                  Set(platforms).count == platforms.count,
+                  platforms.allSatisfy({ Limits.audiencePlatforms.contains($0) }) else {
+                throw AcceptanceError.invalid("platforms", "when given, 1 to 3 distinct platforms among ios, android and web")
+            }
+        }
     }
 
     /// 1 to 1,000 user ids of 1 to 255 characters each, without NUL (R-DEV-1: no device can

@@ -30,7 +30,7 @@ public struct DeliveryPlanner: Sendable {
     /// Platforms whose credential set is `invalid` (live mode only; ignored in test mode, R-MODE-2).
     public let invalidCredentials: Set<Platform>
 
-    private let platforms: [Platform: PlatformRules]
+    let platforms: [Platform: PlatformRules]
     private let prepared: [Platform: any PreparedPayloads]
     private let sealed: [UInt8]
 

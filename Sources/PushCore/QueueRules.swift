@@ -6,6 +6,10 @@ public enum JobKind: String, Sendable, Hashable, CaseIterable, Codable {
     case notification
     /// A device batch: deliveries and their per-delivery retries.
     case batch
+    /// One step after another of a whole-app audience's split into batch jobs (issue 22), made by
+    /// the send-time step of a notification to `audience: all` and advanced by
+    /// `push_split_audience` until it becomes the notification's last batch.
+    case split
 
     /// Why a job of this kind cannot run for a notification in `state`, or nil when it can. The
     /// queue makes batch jobs only when a notification starts (`sending`) and ends a notification
@@ -14,8 +18,9 @@ public enum JobKind: String, Sendable, Hashable, CaseIterable, Codable {
     /// hand, or by a bug), and running it would send a scheduled notification early, or again.
     public func malformation(notification state: NotificationState) -> String? {
         switch (self, state) {
-        case (.batch, .sending), (.notification, .pending): return nil
+        case (.batch, .sending), (.split, .sending), (.notification, .pending): return nil
         case (.batch, _): return "a batch job of a notification that is \(state.rawValue), not sending"
+        case (.split, _): return "a split job of a notification that is \(state.rawValue), not sending"
         case (.notification, _): return "a notification job of a notification that is \(state.rawValue), not pending"
         }
     }

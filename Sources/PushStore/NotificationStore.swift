@@ -7,6 +7,11 @@ public struct EnqueueRequest: Sendable {
     public var mode: String
     public var userIDs: [String]
     public var deviceIDs: [UUID]?
+    /// `all`: every active device of the app in `mode` at the send time (then no users or device
+    /// ids), charged at send time batch by batch (R-KIND-5); nil: the users of `userIDs`.
+    public var audience: String?
+    /// Narrows a whole-app audience to these platforms; nil = every platform.
+    public var audiencePlatforms: [String]?
     public var title: String?
     public var body: String?
     /// JSON object text, stored as given (key order kept, R-ENC-9).
@@ -170,7 +175,8 @@ public final class NotificationStore {
             q.relevanceScore.map(PGValue.double), q.category.map(PGValue.text), q.targetContentID.map(PGValue.text),
             q.criticalSoundName.map(PGValue.text), q.criticalSoundVolume.map(PGValue.double),
             q.titleLocKey.map(PGValue.text), q.titleLocArgs.map { .textArray($0) }, q.bodyLocKey.map(PGValue.text),
-            q.bodyLocArgs.map { .textArray($0) }, q.channelID.map(PGValue.text),
+            q.bodyLocArgs.map { .textArray($0) }, q.channelID.map(PGValue.text), q.audience.map(PGValue.text),
+            q.audiencePlatforms.map { .textArray($0) },
         ])
         return (try r.uuid(0, "notification_id"), try r.bool(0, "created"))
     }

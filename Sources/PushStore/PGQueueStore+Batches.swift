@@ -35,6 +35,26 @@ extension PGQueueStore {
         }
     }
 
+    public func audienceSplit(_ job: JobLease, batchSize: Int, request: SplitRequest, now: Date?) throws -> SplitOutcome {
+        try Self.run {
+            let r = try connection.execPrepared(name: "audience_split", sql: JobQueries.splitAudience, params: [
+                .int64(job.id), .uuid(job.token), .int(request.chunkDevices), .int(batchSize),
+                .int(request.maxPendingBatches), .double(request.waitSeconds), now.map(PGValue.date),
+            ])
+            let jobs = try r.int(0, "batch_jobs"), devices = try r.int(0, "devices"), charged = try r.int(0, "charged")
+            switch try r.string(0, "outcome") {
+            case "split": return .split(batchJobs: jobs, devices: devices, charged: charged)
+            case "done": return .done(batchJobs: jobs, devices: devices, charged: charged)
+            case "throttled": return .throttled
+            case "not_sending": return .notSending
+            case "lease_lost": return .leaseLost
+            case "orphaned": return .orphaned
+            case let other:
+                throw PGError(code: .decode, message: "push_split_audience answered outcome \(other.prefix(20))")
+            }
+        }
+    }
+
     // MARK: - Batches
 
     public func batchLoadDevices(_ batches: [DeviceBatch]) throws -> [[BatchDeviceRow]] {

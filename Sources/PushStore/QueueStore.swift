@@ -59,6 +59,12 @@ public protocol QueueStore: AnyObject {
     /// then either the job becomes the single batch (audience <= `batchSize`) or the audience is
     /// split into batch jobs. One answer per job.
     func notificationStart(_ jobs: [JobLease], batchSize: Int, goneLedger: LedgerAction, now: Date?) throws -> [Int64: StartOutcome]
+    /// One step of a whole-app audience's split (`push_split_audience`, one transaction): at most
+    /// `request.chunkDevices` devices after the notification's cursor become batch jobs of
+    /// `batchSize` devices with their send-time charges (R-KIND-5), the cursor moved past them;
+    /// the job is given back to the queue (or became the last batch). Nothing is split when the
+    /// notification already has `request.maxPendingBatches` unfinished batches (`.throttled`).
+    func audienceSplit(_ job: JobLease, batchSize: Int, request: SplitRequest, now: Date?) throws -> SplitOutcome
     /// Devices of several batches (keys, targeting at send time, delivery progress, charge), one
     /// array per batch in order.
     func batchLoadDevices(_ batches: [DeviceBatch]) throws -> [[BatchDeviceRow]]
@@ -141,6 +147,40 @@ public enum StartOutcome: Sendable, Equatable {
     /// The notification is no longer pending (`NOT_PENDING`): the job can never start.
     case notPending(NotificationState)
     /// The job's notification row is missing (`ORPHANED_JOB`): the job can never run.
+    case orphaned
+}
+
+/// How much one step of a whole-app audience's split may take (`WorkerConfig`'s split settings).
+public struct SplitRequest: Sendable, Equatable {
+    /// Devices streamed from the index per step, 1 to 10,000.
+    public var chunkDevices: Int
+    /// Unfinished batch jobs of the notification above which a step waits instead of splitting.
+    public var maxPendingBatches: Int
+    /// How long a throttled split job waits before it is due again, seconds.
+    public var waitSeconds: Double
+
+    /// Makes a request (each value clamped to its range).
+    public init(chunkDevices: Int = 5_000, maxPendingBatches: Int = 100, waitSeconds: Double = 0.05) {
+        self.chunkDevices = min(max(1, chunkDevices), 10_000)
+        self.maxPendingBatches = max(1, maxPendingBatches)
+        self.waitSeconds = max(0, waitSeconds)
+    }
+}
+
+/// The answer of one split step (`QueueStore.audienceSplit`).
+public enum SplitOutcome: Sendable, Equatable {
+    /// A full chunk became `batchJobs` batch jobs (`devices` devices, `charged` charges written);
+    /// the split job is due again at once.
+    case split(batchJobs: Int, devices: Int, charged: Int)
+    /// The last chunk: the split job itself became the last of its `batchJobs` batch jobs.
+    case done(batchJobs: Int, devices: Int, charged: Int)
+    /// Too many unfinished batches: nothing split, the job is due again a little later.
+    case throttled
+    /// The notification is no longer sending (or has no whole-app audience): the job was completed.
+    case notSending
+    /// The lease is no longer this claim's: nothing written.
+    case leaseLost
+    /// The job's notification row is missing: nothing written.
     case orphaned
 }
 

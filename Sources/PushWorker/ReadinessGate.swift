@@ -10,6 +10,8 @@ public final class ReadinessGate {
     /// (`push_enqueue` and its measures restated for cost, same answers);
     /// sql/0020_preview_and_receipts the preview tokens, revocation, the preview window and
     /// confirmed deliveries of the preview routes (R-IDS-2..4);
+    /// sql/0018_whole_app_audiences whole-app audiences (`push_split_audience`, the 'split' job
+    /// kind, push_enqueue's audience; issue 22);
     /// sql/0017_database_cost_second_pass the record leaving a last batch's counter to
     /// push_finalize_notifications, which this build runs in the same transaction;
     /// sql/0016_token_platform the registration refusing a token's platform change (R-DEV-2, which

@@ -63,9 +63,10 @@ extension Worker {
     /// Starts the claim's notification jobs, then loads, sends and records its batches in chunks.
     func process(_ jobs: [ClaimedJob], store: QueueStore) {
         let started = Date()
+        for job in jobs where job.kind == .split { split(job, store: store) }
         let starts = start(jobs.filter { $0.kind == .notification }, store: store)
         var inputs: [GroupInput] = []
-        for var job in jobs {
+        for var job in jobs where job.kind != .split {
             if job.kind == .batch {
                 inputs.append((job, job.notification.encrypted ?? job.app.requireEncryption, job.deviceIDs ?? []))
                 continue
@@ -117,6 +118,37 @@ extension Worker {
             if !large { chunkHasSmall = true }
         }
         if !chunk.isEmpty { _ = processChunk(chunk, store: store, started: started) }
+    }
+
+    /// One step of a whole-app audience's split (issue 22): one transaction that streams the next
+    /// chunk of the device index into batch jobs and gives the job back to the queue (or makes it
+    /// the last batch), so other apps' jobs are claimed between two steps. A failure retries the
+    /// job after `jobRetryPolicy`'s delay; the cursor it left is durable, so nothing is split twice.
+    private func split(_ job: ClaimedJob, store: QueueStore) {
+        do {
+            let outcome = try store.audienceSplit(job.lease, batchSize: config.batchSize, request: config.split, now: nil)
+            keeper.release(job.id)
+            switch outcome {
+            case .split(let jobs, let devices, let charged):
+                log.debug("audience.split", ["notification_id": job.notification.id, "batch_jobs": jobs, "devices": devices,
+                                            "charged": charged])
+            case .done(let jobs, let devices, let charged):
+                log.info("audience.split_done", ["notification_id": job.notification.id, "batch_jobs": jobs,
+                                                 "devices": devices, "charged": charged])
+            case .throttled:
+                log.debug("audience.split_throttled", ["notification_id": job.notification.id])
+            case .notSending:
+                log.info("audience.split_stopped", ["notification_id": job.notification.id])
+            case .leaseLost:
+                log.warn("batch.lease_lost", ["job_id": job.id])
+            case .orphaned:
+                setAside(job, "ORPHANED_JOB: job \(job.id) has no notification row", store: store)
+            }
+        } catch QueueStoreError.connectionLost {
+            return   // still held: given back at the end of the claim, or on the next session
+        } catch {
+            handleFailure(job, error, store: store)
+        }
     }
 
     /// The send-time step of `jobs`, one answer per job. A failure of the whole call isolates the

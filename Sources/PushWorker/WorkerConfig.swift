@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 import PushProviders
+import PushStore
 
 /// A worker's settings, with defaults suited to one process on a small machine.
 public struct WorkerConfig: Sendable {
@@ -25,6 +26,11 @@ public struct WorkerConfig: Sendable {
     /// Jobs of at most this many devices (default 50) are processed before the claim's larger
     /// batches, in a chunk of their own.
     public var smallJobDevices: Int = 50
+    /// One step of a whole-app audience's split (issue 22; `--split-chunk`, `--split-pending`):
+    /// 5,000 devices streamed from the index per step, and no step while the notification has 100
+    /// unfinished batches or more (50,000 devices at the default batch size), so a big audience
+    /// never fills the claim's window of due jobs and other apps' notifications keep their turn.
+    public var split: SplitRequest = SplitRequest()
     /// Lease length, seconds (default 30); heartbeats every third of it.
     public var leaseSeconds: Double
     /// Longest idle sleep between claims, seconds (default 1): NOTIFY wakes the worker sooner;

@@ -124,8 +124,14 @@ extension Commands {
         guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
         let mode = try self.mode(args)
         let users = args.values("user")
-        guard !users.isEmpty else { throw CLIError.usage("--user is required (repeat it for several users)") }
+        let audience = args.value("audience")
+        guard !users.isEmpty || audience != nil else {
+            throw CLIError.usage("--user is required (repeat it for several users), or --audience all")
+        }
         var q = SendRequest(appID: app, mode: mode, userIDs: users)
+        q.audience = audience
+        let platforms = args.values("platform")
+        q.platforms = platforms.isEmpty ? nil : platforms
         let devices = try args.values("device").map { text -> UUID in
             guard let u = PrefixedID.parseLenient(text, as: .device) else { throw CLIError.usage("--device must be a device id (pdev_... or a UUID)") }
             return u

@@ -47,6 +47,8 @@ enum Commands {
             config.claimLimit = n
         }
         if let n = try args.int("batch-size", in: 1...10_000) { config.batchSize = n }
+        if let n = try args.int("split-chunk", in: 1...10_000) { config.split.chunkDevices = n }
+        if let n = try args.int("split-pending", in: 1...1_000_000) { config.split.maxPendingBatches = n }
         if let s = try args.seconds("lease-seconds", in: 0.3...3_600) { config.leaseSeconds = s }
         if let s = try args.seconds("poll-interval", in: 0.01...3_600) { config.pollInterval = s }
         if let key = Maintainer.Config.invalidSetting(in: env) {

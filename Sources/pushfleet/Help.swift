@@ -32,8 +32,10 @@ enum Help {
 
     static let worker = """
     Usage: pushfleet worker [--claim-limit N] [--batch-size N] [--lease-seconds S] [--poll-interval S]
-                            [--until-drained] [--metrics-addr HOST:PORT]
+                            [--split-chunk N] [--split-pending N] [--until-drained] [--metrics-addr HOST:PORT]
       --claim-limit     jobs claimed at once (default 128, or PUSHFLEET_CONCURRENCY)
+      --split-chunk     devices of a whole-app audience split into batch jobs per step (default 5000, at most 10000)
+      --split-pending   a whole-app audience's unfinished batches that pause its split (default 100)
       --until-drained   exit 0 once no job is available or running and no webhook is due or in flight
                         (scheduled jobs are waited for, webhook retries scheduled later are not)
       --metrics-addr    /metrics, /healthz, /readyz (default 0.0.0.0:9464; 127.0.0.1:PORT; off)
@@ -108,6 +110,7 @@ enum Help {
 
     static let send = """
     Usage: pushfleet send --app ID --mode test|live --user USER [--user USER ...] [--device ID ...]
+           pushfleet send --app ID --mode test|live --audience all [--platform ios|android|web ...] ...
                           [--title T] [--body B] [--data JSON_OBJECT] [--badge N] [--sound S] [--thread-id T]
                           [--collapse-key K] [--priority high|normal] [--send-at RFC3339|+30s] [--ttl SECONDS]
                           [--idempotency-key K] [--sms-phone P --sms-text T]
@@ -121,6 +124,9 @@ enum Help {
       --channel-id for iOS and Web ones. The SMS fallback (sent when no device could take the
       notification, R-SEND-6, R-SMS-1) needs an E.164 phone (+ and 8 to 15 digits) and 1 to 1600 characters
       of text; its segment count (GSM-7 or UCS-2) is printed on stderr, or in --json.
+      --audience all addresses every active device of the app in the mode at the send time (registered
+      by then; --platform narrows it), split into batches as it is sent and charged then, batch by
+      batch (R-KIND-5); its size check measures any device of those platforms.
     """
 
     static let notifications = """

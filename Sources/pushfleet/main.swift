@@ -50,7 +50,7 @@ do {
     /// Options each command knows; anything else is a usage error.
     let known: [String: Set<String>] = [
         "migrate": ["sql-dir"],
-        "worker": ["claim-limit", "batch-size", "lease-seconds", "poll-interval", "until-drained", "metrics-addr"],
+        "worker": ["claim-limit", "batch-size", "lease-seconds", "poll-interval", "until-drained", "metrics-addr", "split-chunk", "split-pending"],
         "apps": ["account", "name", "require-encryption", "placeholder-title", "placeholder-body", "placeholder-title-loc-key",
                  "placeholder-body-loc-key", "app", "kind", "team-id", "key-id",
                  "topic", "p8-file", "service-account-file", "apns-base-url-production", "apns-base-url-sandbox",
@@ -59,7 +59,8 @@ do {
         "devices": ["app", "mode", "platform", "token", "user", "apns-environment", "encryption-public-key", "remove-key", "endpoint", "p256dh", "auth", "allow-loopback-endpoints", "active"],
         "send": ["app", "mode", "user", "device", "title", "body", "data", "badge", "sound", "thread-id", "collapse-key", "priority", "send-at", "ttl", "idempotency-key", "sms-phone", "sms-text",
                  "push-type", "interruption-level", "relevance-score", "category", "target-content-id", "critical-sound",
-                 "critical-volume", "title-loc-key", "title-loc-arg", "body-loc-key", "body-loc-arg", "channel-id"],
+                 "critical-volume", "title-loc-key", "title-loc-arg", "body-loc-key", "body-loc-arg", "channel-id",
+                 "audience", "platform"],
         "notifications": [],
         "stats": ["watch", "interval"],
         "jobs": ["state", "limit"],

@@ -80,21 +80,23 @@ def latency_run(binary, app, prefix, users, count, rate, scheduled_share):
 
 
 def fairness_run(binary, bcast_app, bcast_prefix, bcast_users, probe_app, probe_prefix, probe_users, rounds=3,
-                 interval=0.1):
+                 interval=0.1, enqueue_sql=None):
     """Issue 4, fairness: two idle workers; `rounds` times, one app enqueues a broadcast to
     `bcast_users` users (two devices each), and while it is being delivered another app enqueues a
     single-user notification (two devices) every `interval` seconds. A probe's time is from its
     acceptance to its last delivery row's commit (after the provider answered: an upper bound on
     reaching the provider); only probes delivered before their broadcast's last delivery count.
     Also returns each worker's share of the broadcasts' deliveries, from its claim.record /
-    batch.record lines (info level)."""
+    batch.record lines (info level). `enqueue_sql` replaces the broadcast's statement (one id a line;
+    audience.py's whole-app broadcast)."""
     reset_queue()
     workers, logs, feed = idle_fleet(binary, "fairness", "info")
     rng = secrets.SystemRandom()
     sent, behind, broadcast_s, broadcasts = 0, [], [], []
     for _ in range(rounds):
         t0 = time.time()
-        ids = ",".join(f"'{x}'" for x in psql(enqueue_broadcast_sql(bcast_app, bcast_prefix, bcast_users)).split())
+        ids = ",".join(f"'{x}'" for x in psql(enqueue_sql or enqueue_broadcast_sql(bcast_app, bcast_prefix,
+                                                                                  bcast_users)).split())
         broadcasts.append(ids)
         deadline = time.time() + 120
         while time.time() < deadline and int(psql(
@@ -170,7 +172,7 @@ def main():
     ap.add_argument("--cmdline", default="scripts/bench")
     ap.add_argument("--seal-seconds", type=float, default=3.0)
     ap.add_argument("--durable", action="store_true", help="keep synchronous_commit on (disk-bound)")
-    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api", "previews"],
+    ap.add_argument("--only", choices=["fairness", "providers", "dbcost", "history", "api", "previews", "audience"],
                     help="run one phase: fairness prints its figures; providers and dbcost write their part of --out; "
                          "api writes docs/bench-api-results.md")
     ap.add_argument("--history-rows", type=float, default=10_000_000, help="--only history: delivery and ledger rows")
@@ -207,6 +209,13 @@ def main():
         psql("ALTER SYSTEM SET synchronous_commit = off")
         psql("SELECT pg_reload_conf()")
     res["sync_commit"] = psql("SHOW synchronous_commit")
+    if a.only == "audience":
+        import audience
+        text = audience.markdown(audience.run(P, s), a.cmdline)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(text)
+        return
     log(f"scale {s}: (a) {n_single} notifications, (b) {n_bcast} users, variants {n_split} notifications")
     make_keys()
     open_app, secure_app = create_app("bench open", False), create_app("bench secure", True)

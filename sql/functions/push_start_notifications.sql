@@ -16,7 +16,11 @@
 -- the call (audiences, DEVICE_GONE rows, batch jobs, job and notification updates), whatever their
 -- number: no statement runs per job. Two jobs of one notification (never made by push_enqueue):
 -- the first in the call starts it, the others answer 'not_pending' with status 'sending'.
-CREATE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_tokens uuid[], p_batch_size int,
+-- A whole-app audience (sql/0018, issue 22: audience 'all') is not resolved here: its notification
+-- starts (status, `encrypted`, started_at) with remaining_batches 1 (the split still to come), and
+-- its job becomes a 'split' job, available at once, that push_split_audience advances chunk by
+-- chunk (answered 'started' with no inline devices and no batch jobs, like a split audience).
+CREATE OR REPLACE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_tokens uuid[], p_batch_size int,
                                          p_gone_ledger text, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, status text, inline_device_ids uuid[], batch_jobs int, gone int,
                encrypted boolean)
@@ -42,7 +46,8 @@ BEGIN
         -- once per job of the call.
         SELECT i.id, i.ord, coalesce(j.lease_token = i.token AND j.state = 'running', false) AS held,
                n.id AS notification_id, n.status AS n_status, n.app_id, n.mode,
-               n.user_ids, n.device_ids, j.priority, coalesce(a.require_encryption, false) AS require_encryption,
+               n.user_ids, n.device_ids, n.audience IS NOT NULL AS broadcast, j.priority,
+               coalesce(a.require_encryption, false) AS require_encryption,
                a.deleted_at IS NOT NULL AS app_deleted,
                row_number() OVER (PARTITION BY n.id ORDER BY i.ord) AS nth
           FROM input i
@@ -54,7 +59,7 @@ BEGIN
           FROM seen s
           -- R-SEND-1 at send time: the audience (push_devices_audience_idx), one probe per user.
           LEFT JOIN LATERAL (SELECT array_agg(d.id ORDER BY d.id) AS targets FROM push_devices d
-                              WHERE NOT s.app_deleted AND d.app_id = s.app_id AND d.mode = s.mode AND d.active
+                              WHERE NOT s.app_deleted AND NOT s.broadcast AND d.app_id = s.app_id AND d.mode = s.mode AND d.active
                                 AND d.user_id = ANY (s.user_ids)
                                 AND (s.device_ids IS NULL OR d.id = ANY (s.device_ids))) t ON true
          WHERE s.held AND s.notification_id IS NOT NULL AND s.n_status = 'pending' AND s.nth = 1
@@ -84,24 +89,33 @@ BEGIN
          WHERE cardinality(s.targets) > p_batch_size
         RETURNING notification_id
     ), jobs_done AS (
-        -- A small audience makes this job its batch; a large one's job is complete once split.
+        -- A small audience makes this job its batch; a large one's job is complete once split; a
+        -- whole-app audience's job becomes its split job, given back to the queue at once.
         UPDATE push_jobs j
-           SET kind = CASE WHEN cardinality(s.targets) > p_batch_size THEN j.kind ELSE 'batch' END,
-               device_ids = CASE WHEN cardinality(s.targets) > p_batch_size THEN j.device_ids ELSE s.targets END,
-               state = CASE WHEN cardinality(s.targets) > p_batch_size THEN 'completed' ELSE j.state END,
-               finalized_at = CASE WHEN cardinality(s.targets) > p_batch_size THEN p_now ELSE j.finalized_at END,
-               lease_token = CASE WHEN cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_token END,
-               lease_expires_at = CASE WHEN cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_expires_at END,
-               lease_owner = CASE WHEN cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_owner END
+           SET kind = CASE WHEN s.broadcast THEN 'split' WHEN cardinality(s.targets) > p_batch_size THEN j.kind
+                           ELSE 'batch' END,
+               device_ids = CASE WHEN s.broadcast THEN '{}' WHEN cardinality(s.targets) > p_batch_size THEN j.device_ids
+                                 ELSE s.targets END,
+               state = CASE WHEN s.broadcast THEN 'available' WHEN cardinality(s.targets) > p_batch_size THEN 'completed'
+                            ELSE j.state END,
+               run_at = CASE WHEN s.broadcast THEN p_now ELSE j.run_at END,
+               attempt = CASE WHEN s.broadcast THEN 0 ELSE j.attempt END,
+               finalized_at = CASE WHEN s.broadcast THEN NULL WHEN cardinality(s.targets) > p_batch_size THEN p_now
+                                   ELSE j.finalized_at END,
+               lease_token = CASE WHEN s.broadcast OR cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_token END,
+               lease_expires_at = CASE WHEN s.broadcast OR cardinality(s.targets) > p_batch_size THEN NULL
+                                       ELSE j.lease_expires_at END,
+               lease_owner = CASE WHEN s.broadcast OR cardinality(s.targets) > p_batch_size THEN NULL ELSE j.lease_owner END
           FROM started s WHERE j.id = s.id
         RETURNING j.id
     ), notified AS (
         -- Batch jobs any worker can claim: wake the fleet once.
-        SELECT pg_notify('pushfleet_jobs', '') FROM (SELECT 1 FROM split LIMIT 1) x
+        SELECT pg_notify('pushfleet_jobs', '')
+          FROM (SELECT 1 FROM split UNION ALL SELECT 1 FROM started WHERE broadcast LIMIT 1) x
     ), marked AS (
         UPDATE push_notifications n
            SET status = 'sending', encrypted = s.require_encryption, started_at = p_now,
-               remaining_batches = CASE WHEN cardinality(s.targets) = 0 THEN 0
+               remaining_batches = CASE WHEN s.broadcast THEN 1 WHEN cardinality(s.targets) = 0 THEN 0
                                         ELSE (cardinality(s.targets) - 1) / p_batch_size + 1 END
           FROM started s WHERE n.id = s.notification_id
         RETURNING n.id
@@ -114,7 +128,7 @@ BEGIN
                 WHEN st.id IS NULL THEN 'not_pending' ELSE 'started' END,
            CASE WHEN NOT s.held OR s.notification_id IS NULL THEN NULL WHEN st.id IS NULL THEN
                 CASE WHEN s.n_status = 'pending' THEN 'sending' ELSE s.n_status END ELSE 'sending' END,
-           CASE WHEN st.id IS NOT NULL AND cardinality(st.targets) <= p_batch_size THEN st.targets END,
+           CASE WHEN st.id IS NOT NULL AND NOT st.broadcast AND cardinality(st.targets) <= p_batch_size THEN st.targets END,
            CASE WHEN st.id IS NULL THEN NULL WHEN cardinality(st.targets) = 0 THEN 0
                 ELSE (cardinality(st.targets) - 1) / p_batch_size + 1 END::int,
            CASE WHEN st.id IS NOT NULL THEN

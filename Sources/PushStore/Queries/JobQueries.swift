@@ -117,6 +117,15 @@ enum JobQueries {
       FROM push_start_notifications($1::bigint[], $2::uuid[], $3::int, $4::text, coalesce($5::timestamptz, now()))
     """
 
+    /// One step of a whole-app audience's split (`$1` job, `$2` lease token, `$3` devices per step,
+    /// `$4` batch size, `$5` unfinished batches that throttle it, `$6` the wait when throttled,
+    /// seconds): sql/functions/push_split_audience.sql, keyset pagination over
+    /// `push_devices_broadcast_idx (app_id, mode, id) WHERE active`.
+    static let splitAudience = """
+    SELECT outcome, batch_jobs, devices, charged
+      FROM push_split_audience($1::bigint, $2::uuid, $3::int, $4::int, $5::int, $6::float8, coalesce($7::timestamptz, now()))
+    """
+
     /// Devices of several batches (keys, targeting at send time, delivery progress, charge) in one
     /// round trip: `$1` batch index, `$2` notification id, `$3` device id, one element per device.
     /// `targeted` re-checks R-SEND-1 at send time for every device (a retry batch may run after the
@@ -125,13 +134,17 @@ enum JobQueries {
     /// per device) is searched only for devices registered since a minute before the notification
     /// started. Every other device still has the user `push_start_notification` picked it for from
     /// the audience. Without this, loading a 500-device batch of a 25,000-user broadcast compared
-    /// 12.5 million user ids (about 0.4 s of server CPU per batch, measured). Primary keys of push_devices, push_deliveries and
+    /// 12.5 million user ids (about 0.4 s of server CPU per batch, measured). A whole-app audience
+    /// (`n.audience`, issue 22) has no users: its devices are targeted while active, of its mode
+    /// and of its platforms (`n.audience_platforms`). Primary keys of push_devices, push_deliveries and
     /// push_ledger.
     static let loadBatchDevices = """
     SELECT p.batch, p.id AS device_id, d.id IS NOT NULL AS found, d.platform, d.token, d.endpoint, d.p256dh,
            d.auth_secret, d.apns_environment, d.public_key, d.kid, d.last_registered_at,
            coalesce(d.app_id = n.app_id AND d.mode = n.mode AND d.active
-                    AND (d.last_registered_at < n.started_at - interval '1 minute' OR d.user_id = ANY (n.user_ids))
+                    AND (n.audience IS NOT NULL OR d.last_registered_at < n.started_at - interval '1 minute'
+                         OR d.user_id = ANY (n.user_ids))
+                    AND (n.audience_platforms IS NULL OR d.platform = ANY (n.audience_platforms))
                     AND (n.device_ids IS NULL OR d.id = ANY (n.device_ids)), false) AS targeted,
            del.status AS delivery_status, coalesce(del.attempts, 0) AS attempts,
            coalesce(del.failures, 0) AS failures, del.next_attempt_at,

@@ -84,7 +84,8 @@ enum RegistryQueries {
       FROM push_enqueue($1::uuid, $2::text, $3::text[], $4::uuid[], $5::text, $6::text, $7::text, $8::int, $9::text,
                         $10::text, $11::text, $12::text, $13::timestamptz, $14::int, $15::text, $16::text, $17::text,
                         coalesce($18::timestamptz, now()), $19::text, $20::text, $21::float8, $22::text, $23::text,
-                        $24::text, $25::float8, $26::text, $27::text[], $28::text, $29::text[], $30::text)
+                        $24::text, $25::float8, $26::text, $27::text[], $28::text, $29::text[], $30::text,
+                        $31::text, $32::text[])
     """
 
     static let cancel = "SELECT push_cancel($1::uuid) AS cancelled"

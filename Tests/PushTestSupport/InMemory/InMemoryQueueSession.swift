@@ -78,6 +78,13 @@ public final class InMemoryQueueSession: QueueStore, @unchecked Sendable {
         try call(.start) { q, clock in try q.start(jobs, batchSize: batchSize, goneLedger: goneLedger, now: now ?? clock) }
     }
 
+    /// Whole-app audiences (issue 22) are not modelled in memory: the in-memory queue never makes a
+    /// split job (its enqueue takes user lists only), so a call here is a test's mistake. They are
+    /// tested on PostgreSQL (`WholeAppAudienceTests`).
+    public func audienceSplit(_ job: JobLease, batchSize: Int, request: SplitRequest, now: Date?) throws -> SplitOutcome {
+        throw QueueStoreError.failed("IN_MEMORY_UNSUPPORTED: the in-memory queue has no whole-app audiences")
+    }
+
     public func batchLoadDevices(_ batches: [DeviceBatch]) throws -> [[BatchDeviceRow]] {
         try call(.load) { q, _ in q.load(batches) }
     }
