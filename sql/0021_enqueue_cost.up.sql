@@ -130,7 +130,8 @@ BEGIN
 END
 $$;
 
--- push_enqueue(uuid,text,text[],uuid[],text,text,text,int,text,text,text,text,timestamptz,int,text,text,text,timestamptz,text,text,float8,text,text,text,float8,text,text[],text,text[],text): the text of sql/functions/push_enqueue.sql.
+
+-- push_enqueue(uuid,text,text[],uuid[],text,text,text,int,text,text,text,text,timestamptz,int,text,text,text,timestamptz,text,text,float8,text,text,text,float8,text,text[],text,text[],text,text,text[]): the text of sql/functions/push_enqueue.sql.
 CREATE OR REPLACE FUNCTION push_enqueue(
     p_app_id uuid, p_mode text, p_user_ids text[], p_device_ids uuid[],
     p_title text, p_body text, p_data text, p_badge int, p_sound text, p_thread_id text,
@@ -140,7 +141,8 @@ CREATE OR REPLACE FUNCTION push_enqueue(
     p_push_type text DEFAULT NULL, p_interruption_level text DEFAULT NULL, p_relevance_score float8 DEFAULT NULL,
     p_category text DEFAULT NULL, p_target_content_id text DEFAULT NULL, p_critical_sound_name text DEFAULT NULL,
     p_critical_sound_volume float8 DEFAULT NULL, p_title_loc_key text DEFAULT NULL, p_title_loc_args text[] DEFAULT NULL,
-    p_body_loc_key text DEFAULT NULL, p_body_loc_args text[] DEFAULT NULL, p_channel_id text DEFAULT NULL)
+    p_body_loc_key text DEFAULT NULL, p_body_loc_args text[] DEFAULT NULL, p_channel_id text DEFAULT NULL,
+    p_audience text DEFAULT NULL, p_audience_platforms text[] DEFAULT NULL)
 RETURNS TABLE (notification_id uuid, created boolean)
 -- Generic plans (sql/0021, issue 17): the charges' INSERT ... SELECT was planned again at every call,
 -- its generic plan (costed for an audience of unknown size) never cheaper than a custom one for one user.
@@ -159,6 +161,8 @@ DECLARE
     v_push_type text := coalesce(p_push_type, 'alert');
     v_title_loc_args text[] := CASE WHEN cardinality(p_title_loc_args) = 0 THEN NULL ELSE p_title_loc_args END;
     v_body_loc_args text[] := CASE WHEN cardinality(p_body_loc_args) = 0 THEN NULL ELSE p_body_loc_args END;
+    v_user_ids text[] := p_user_ids;
+    v_platforms text[] := ARRAY(SELECT x FROM unnest(p_audience_platforms) p(x) ORDER BY x);
 BEGIN
     IF p_mode IS NULL OR p_mode NOT IN ('test', 'live') THEN
         PERFORM push_refuse('mode', 'must be test or live');
@@ -171,10 +175,26 @@ BEGIN
         PERFORM push_refuse('now', 'must be a finite time');
     END IF;
 
-    IF p_user_ids IS NULL OR cardinality(p_user_ids) = 0 THEN
+    IF p_audience IS NOT NULL THEN
+        IF p_audience <> 'all' THEN
+            PERFORM push_refuse('audience', 'must be all (every active device of the app in its mode) or absent');
+        END IF;
+        IF cardinality(p_user_ids) > 0 OR p_device_ids IS NOT NULL THEN
+            PERFORM push_refuse('audience', 'a whole-app audience takes no user_ids and no device_ids');
+        END IF;
+        IF p_audience_platforms IS NOT NULL AND (cardinality(p_audience_platforms) = 0
+           OR array_ndims(p_audience_platforms) <> 1 OR cardinality(p_audience_platforms) > 3
+           OR EXISTS (SELECT 1 FROM unnest(p_audience_platforms) p(x) WHERE x IS NULL OR x NOT IN ('ios', 'android', 'web'))
+           OR (SELECT count(DISTINCT x) FROM unnest(p_audience_platforms) p(x)) <> cardinality(p_audience_platforms)) THEN
+            PERFORM push_refuse('platforms', 'when given, 1 to 3 distinct platforms among ios, android and web');
+        END IF;
+        v_user_ids := '{}';
+    ELSIF p_audience_platforms IS NOT NULL THEN
+        PERFORM push_refuse('platforms', 'only a whole-app audience (audience all) is narrowed by platform');
+    ELSIF p_user_ids IS NULL OR cardinality(p_user_ids) = 0 THEN
         PERFORM push_refuse('user_ids', 'at least one user is required');
     END IF;
-    IF array_ndims(p_user_ids) <> 1 OR cardinality(p_user_ids) > 1000 THEN
+    IF p_audience IS NULL AND (array_ndims(p_user_ids) <> 1 OR cardinality(p_user_ids) > 1000) THEN
         PERFORM push_refuse('user_ids', 'at most 1000 user ids, in a one-dimensional array');
     END IF;
     SELECT min(u.i) - 1 INTO v_bad FROM unnest(p_user_ids) WITH ORDINALITY AS u(id, i)
@@ -252,12 +272,13 @@ BEGIN
         thread_id, collapse_key, priority, ttl_seconds, send_at, accepted_at, expires_at, idempotency_key,
         sms_phone, sms_text, push_type, interruption_level, relevance_score, category, target_content_id,
         critical_sound_name, critical_sound_volume, title_loc_key, title_loc_args, body_loc_key, body_loc_args,
-        channel_id)
-    VALUES (p_app_id, p_mode, p_user_ids, p_device_ids, p_title, p_body, p_data, p_badge, p_sound,
+        channel_id, audience, audience_platforms)
+    VALUES (p_app_id, p_mode, v_user_ids, p_device_ids, p_title, p_body, p_data, p_badge, p_sound,
         p_thread_id, p_collapse_key, v_priority, v_ttl, p_send_at, p_now,
         push_expires_at(p_now, p_send_at, v_ttl), p_idempotency_key, p_sms_phone, p_sms_text, v_push_type,
         p_interruption_level, p_relevance_score, p_category, p_target_content_id, p_critical_sound_name,
-        p_critical_sound_volume, p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args, p_channel_id)
+        p_critical_sound_volume, p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args, p_channel_id,
+        p_audience, CASE WHEN p_audience_platforms IS NOT NULL THEN v_platforms END)
     ON CONFLICT (app_id, mode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING n.id INTO v_id;
 
@@ -269,8 +290,11 @@ BEGIN
             RAISE EXCEPTION 'the notification of this idempotency key changed concurrently' USING ERRCODE = '40001';
         END IF;
         v_differs := CASE
+            WHEN v_prev.audience IS DISTINCT FROM p_audience THEN 'audience'
+            WHEN v_prev.audience_platforms IS DISTINCT FROM CASE WHEN p_audience_platforms IS NOT NULL THEN v_platforms END
+                THEN 'platforms'
             WHEN ARRAY(SELECT DISTINCT u FROM unnest(v_prev.user_ids) u ORDER BY 1)
-                 IS DISTINCT FROM ARRAY(SELECT DISTINCT u FROM unnest(p_user_ids) u ORDER BY 1) THEN 'user_ids'
+                 IS DISTINCT FROM ARRAY(SELECT DISTINCT u FROM unnest(v_user_ids) u ORDER BY 1) THEN 'user_ids'
             WHEN (v_prev.device_ids IS NULL) <> (p_device_ids IS NULL)
                  OR ARRAY(SELECT DISTINCT d FROM unnest(v_prev.device_ids) d ORDER BY 1)
                     IS DISTINCT FROM ARRAY(SELECT DISTINCT d FROM unnest(p_device_ids) d ORDER BY 1) THEN 'device_ids'
@@ -309,10 +333,11 @@ BEGIN
     END IF;
 
     -- Acceptance charges (R-SEND-9): what the policy would deliver to now (push_devices_audience_idx).
+    -- A whole-app audience is charged at send time instead, batch by batch (push_split_audience, R-KIND-5).
     INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
     SELECT v_id, d.id, 'charge', p_app_id, p_mode, 'accepted'
       FROM push_devices d
-     WHERE d.app_id = p_app_id AND d.mode = p_mode AND d.active AND d.user_id = ANY (p_user_ids)
+     WHERE p_audience IS NULL AND d.app_id = p_app_id AND d.mode = p_mode AND d.active AND d.user_id = ANY (p_user_ids)
        AND (p_device_ids IS NULL OR d.id = ANY (p_device_ids))
        AND (d.public_key IS NOT NULL OR d.platform = 'web' OR NOT v_app.require_encryption);
 
