@@ -1,4 +1,7 @@
--- push_enqueue (sql/0011), restated whole with two changes: the SMS fallback's phone must be an
+-- push_enqueue (sql/0019): an ids_only app (R-IDS-1) is charged at acceptance for its keyless
+-- devices too (nothing of the content leaves, so R-SEND-5 does not refuse them), and its content
+-- is bounded by R-LIM-1 alone (its iOS and Android payloads never carry it: the floor below is a
+-- sealed app's). Before that (sql/0012), restated whole with two changes: the SMS fallback's phone must be an
 -- E.164 number (`+`, 8 to 15 digits, the first not 0; PushCore's SMSText.isE164, checked first by
 -- PushAcceptance) instead of 1 to 32 characters, and a replay after retention erased the content
 -- no longer compares the SMS phone and text (erased with the content now, like the title). The
@@ -79,7 +82,7 @@ BEGIN
         PERFORM push_refuse('data', 'must be a JSON object');
     END IF;
     v_floor := v_floor + push_loc_text_bytes(p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args);
-    IF v_floor > 4096 THEN
+    IF v_floor > 4096 AND v_app.content_mode = 'sealed' THEN
         RAISE EXCEPTION 'PUSH_PAYLOAD_TOO_LARGE: content is at least % bytes in every payload kind and can never fit in 4096; cut at least % bytes',
             v_floor, v_floor - 4096;
     END IF;
@@ -178,13 +181,15 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Acceptance charges (R-SEND-9): what the policy would deliver to now (push_devices_audience_idx).
+    -- Acceptance charges (R-SEND-9, R-IDS-1): what the policy would deliver to now
+    -- (push_devices_audience_idx); PushCore's DeliveryPlanner.policyDelivers at send time.
     INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
     SELECT v_id, d.id, 'charge', p_app_id, p_mode, 'accepted'
       FROM push_devices d
      WHERE d.app_id = p_app_id AND d.mode = p_mode AND d.active AND d.user_id = ANY (p_user_ids)
        AND (p_device_ids IS NULL OR d.id = ANY (p_device_ids))
-       AND (d.public_key IS NOT NULL OR d.platform = 'web' OR NOT v_app.require_encryption);
+       AND (d.public_key IS NOT NULL OR d.platform = 'web' OR NOT v_app.require_encryption
+            OR v_app.content_mode = 'ids_only');
 
     INSERT INTO push_jobs (kind, notification_id, app_id, run_at)
     VALUES ('notification', v_id, p_app_id, greatest(p_now, coalesce(p_send_at, p_now)));
