@@ -109,7 +109,7 @@ struct APIRoutes {
                                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
                                                       placeholderTitleLocKey: b.placeholderTitleLocKey,
                                                       placeholderBodyLocKey: b.placeholderBodyLocKey,
-                                                      accountID: principal.accountID))
+                                                      accountID: principal.accountID, contentMode: b.contentMode))
         }
         return HTTPResponse(status: 201, headers: json, body: JSONWriter.bytes(ResponseBodies.app(app)))
     }
@@ -125,17 +125,22 @@ struct APIRoutes {
         return ok(ResponseBodies.list(try reads.apps(after: after, limit: q.limit), ResponseBodies.app))
     }
 
-    /// `require_encryption` governs live traffic: changing it needs a live key (R-API-2).
+    /// `require_encryption` and `content_mode` govern live traffic: changing either needs a live
+    /// key (R-API-2; an ids_only app made sealed sends keyless devices of an app not requiring
+    /// encryption its content in plaintext).
     func updateApp(_ id: String?, _ b: AppBody) throws -> HTTPResponse {
         let current = try visibleApp(id)
         if let wanted = b.requireEncryption, wanted != current.requireEncryption, principal.mode != .live {
             throw APIError.forbidden("changing require_encryption needs a live key (it governs live traffic)",
                                      field: "require_encryption")
         }
+        if let wanted = b.contentMode, wanted != current.contentMode.rawValue, principal.mode != .live {
+            throw APIError.forbidden("changing content_mode needs a live key (it governs live traffic)", field: "content_mode")
+        }
         var update = AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
                                       placeholderTitleLocKey: b.placeholderTitleLocKey,
-                                      placeholderBodyLocKey: b.placeholderBodyLocKey)
+                                      placeholderBodyLocKey: b.placeholderBodyLocKey, contentMode: b.contentMode)
         update.actor = principal.actor
         let app = try accepted { try acceptance.updateApp(id: current.id, update) }
         return ok(ResponseBodies.app(app))

@@ -46,7 +46,7 @@ public struct DeviceBody: Sendable {
 let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
 /// `POST /v1/push/apps` and `PATCH /v1/push/apps/:id` (R-APP-1; the placeholder loc keys of
-/// R-KIND-3, where an update's empty string removes one).
+/// R-KIND-3, where an update's empty string removes one; the content mode of R-IDS-1).
 public struct AppBody: Sendable {
     public var name: String?
     public var requireEncryption: Bool?
@@ -54,6 +54,8 @@ public struct AppBody: Sendable {
     public var placeholderBody: String?
     public var placeholderTitleLocKey: String?
     public var placeholderBodyLocKey: String?
+    /// `content_mode` (R-IDS-1), as sent: the acceptance service checks it.
+    public var contentMode: String?
 
     /// Reads the body; `creating` requires `name`.
     public static func decode(_ body: [UInt8], creating: Bool) throws -> AppBody {
@@ -63,7 +65,8 @@ public struct AppBody: Sendable {
                         placeholderTitle: try f.string("placeholder_title"),
                         placeholderBody: try f.string("placeholder_body"),
                         placeholderTitleLocKey: try f.string("placeholder_title_loc_key"),
-                        placeholderBodyLocKey: try f.string("placeholder_body_loc_key"))
+                        placeholderBodyLocKey: try f.string("placeholder_body_loc_key"),
+                        contentMode: try f.string("content_mode"))
         try f.finish()
         return b
     }

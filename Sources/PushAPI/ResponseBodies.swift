@@ -27,7 +27,8 @@ enum ResponseBodies {
             .init("name", .string(a.name)), .init("require_encryption", .bool(a.requireEncryption)),
             .init("placeholder_title", .string(a.placeholderTitle)), .init("placeholder_body", .string(a.placeholderBody)),
             .init("placeholder_title_loc_key", text(a.placeholderTitleLocKey)),
-            .init("placeholder_body_loc_key", text(a.placeholderBodyLocKey)), .init("created_at", time(a.createdAt)),
+            .init("placeholder_body_loc_key", text(a.placeholderBodyLocKey)),
+            .init("content_mode", .string(a.contentMode.rawValue)), .init("created_at", time(a.createdAt)),
         ]))
     }
 

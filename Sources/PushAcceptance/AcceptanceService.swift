@@ -80,7 +80,7 @@ public final class AcceptanceService {
                                                                     titleLocKey: preview.app.placeholderTitleLocKey,
                                                                     bodyLocKey: preview.app.placeholderBodyLocKey),
                                       requireEncryption: preview.app.requireEncryption, mode: request.mode,
-                                      platforms: providers.planning)
+                                      contentMode: preview.app.contentMode, platforms: providers.planning)
         let floor = planner.contentFloorCheck
         if !floor.fits { throw AcceptanceError.tooLarge(floor) }
         let devices = preview.audience.map {
@@ -186,17 +186,19 @@ public final class AcceptanceService {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
+        let contentMode = try AppValidation.contentMode(request.contentMode)
         let store = AppStore(connection: try connection())
         return try Self.stored {
             try store.appCreate(name: request.name, requireEncryption: request.requireEncryption,
                                 placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                 placeholderTitleLocKey: request.placeholderTitleLocKey,
-                                placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID)
+                                placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID,
+                                contentMode: contentMode)
         }
     }
 
-    /// Changes the given fields of a push app (R-APP-1, R-APP-2: the policy is read at send time,
-    /// so it applies to queued notifications too); turning `require_encryption` off records a
+    /// Changes the given fields of a push app (R-APP-1, R-APP-2: the policy and the content mode of
+    /// R-IDS-1 are read at send time, so they apply to queued notifications too); turning `require_encryption` off records a
     /// `push_app.encryption_disabled` event for the live mode.
     /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field, `NOT_FOUND` for an unknown
     ///   or deleted app; `PGError` on database failure.
@@ -204,13 +206,15 @@ public final class AcceptanceService {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
+        let contentMode = try AppValidation.contentMode(request.contentMode)
         let conn = try connection()
         func update(_ c: PGConnection) throws -> PushApp? {
             try Self.stored({
                 try AppStore(connection: c).appUpdate(id: id, requireEncryption: request.requireEncryption,
                                                       placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                                       name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
-                                                      placeholderBodyLocKey: request.placeholderBodyLocKey)
+                                                      placeholderBodyLocKey: request.placeholderBodyLocKey,
+                                                      contentMode: contentMode)
             })
         }
         let app = request.requireEncryption == nil ? try update(conn) : try conn.transaction { c -> PushApp? in
@@ -260,5 +264,12 @@ enum AppValidation {
         try SendValidation.clearField(placeholderBody, "placeholder_body", max: AcceptanceLimits.maxPlaceholderBodyBytes)
         try SendValidation.clearField(placeholderTitleLocKey, "placeholder_title_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
         try SendValidation.clearField(placeholderBodyLocKey, "placeholder_body_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
+    }
+
+    /// `content_mode` as sent (R-IDS-1): nil, `sealed` or `ids_only`, else `VALIDATION_ERROR`.
+    static func contentMode(_ text: String?) throws -> ContentMode? {
+        guard let text else { return nil }
+        guard let mode = ContentMode(text: text) else { throw AcceptanceError.invalid("content_mode", "must be sealed or ids_only") }
+        return mode
     }
 }

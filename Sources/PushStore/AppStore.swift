@@ -17,6 +17,9 @@ public struct PushApp: Sendable, Codable, Equatable {
     public var createdAt: Date
     /// When its fields last changed.
     public var updatedAt: Date
+    /// `content_mode` (R-IDS-1, sql/0019): what its iOS and Android pushes carry, read at each
+    /// notification's send time.
+    public var contentMode: ContentMode = .sealed
 }
 
 /// Push apps: create, update (policy and placeholders), get, delete (soft).
@@ -29,13 +32,14 @@ public final class AppStore {
 
     /// Creates an app through `push_app_create` (sql/0008); nil arguments take the defaults of R-APP-1
     /// (no placeholder loc keys). `accountID` owns it (R-API-1); nil: the default account (sql/0008).
-    /// Placeholder loc keys (R-KIND-3) are set by `push_app_update` in the same transaction
-    /// (sql/0011 leaves `push_app_create` as it is).
+    /// Placeholder loc keys (R-KIND-3) and the content mode (R-IDS-1) are set by `push_app_update`
+    /// in the same transaction (sql/0011 and sql/0019 leave `push_app_create` as it is).
     /// - Throws: `PushError` `VALIDATION_ERROR` naming the field out of its bounds (R-LIM-1),
     ///   `NOT_FOUND` for an unknown account; `PGError` on database failure.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil,
-                          placeholderBodyLocKey: String? = nil, accountID: UUID? = nil) throws -> PushApp {
+                          placeholderBodyLocKey: String? = nil, accountID: UUID? = nil,
+                          contentMode: ContentMode? = nil) throws -> PushApp {
         func create(_ c: PGConnection) throws -> PushApp {
             try Self.decode(c.exec(RegistryQueries.appCreate, [
                 .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
@@ -43,12 +47,14 @@ public final class AppStore {
             ]), 0)
         }
         return try StoreErrors.mapped {
-            guard placeholderTitleLocKey != nil || placeholderBodyLocKey != nil else { return try create(connection) }
+            guard placeholderTitleLocKey != nil || placeholderBodyLocKey != nil || contentMode != nil else {
+                return try create(connection)
+            }
             return try connection.transaction { c in
                 let app = try create(c)
                 return try Self.decode(c.exec(RegistryQueries.appUpdate, [
                     .uuid(app.id), nil, nil, nil, nil, placeholderTitleLocKey.map(PGValue.text),
-                    placeholderBodyLocKey.map(PGValue.text),
+                    placeholderBodyLocKey.map(PGValue.text), contentMode.map { PGValue.text($0.rawValue) },
                 ]), 0)
             }
         }
@@ -69,13 +75,13 @@ public final class AppStore {
     /// - Throws: `PushError` `VALIDATION_ERROR` naming the field; `PGError` on database failure.
     public func appUpdate(id: UUID, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, name: String? = nil, placeholderTitleLocKey: String? = nil,
-                          placeholderBodyLocKey: String? = nil) throws -> PushApp? {
+                          placeholderBodyLocKey: String? = nil, contentMode: ContentMode? = nil) throws -> PushApp? {
         do {
             return try StoreErrors.mapped {
                 try Self.decode(connection.exec(RegistryQueries.appUpdate, [
                     .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
                     placeholderBody.map(PGValue.text), name.map(PGValue.text), placeholderTitleLocKey.map(PGValue.text),
-                    placeholderBodyLocKey.map(PGValue.text),
+                    placeholderBodyLocKey.map(PGValue.text), contentMode.map { PGValue.text($0.rawValue) },
                 ]), 0)
             }
         } catch let e as PushError where e.code == .notFound {
@@ -95,11 +101,12 @@ public final class AppStore {
         try connection.exec(RegistryQueries.appDelete, [.uuid(id)]).affectedRowCount == 1
     }
 
-    /// The app of row `i`; the loc keys only where the result has them (`push_app_create` has not:
-    /// a new app has none). Reads the columns of `RegistryQueries.appUpdateColumns` (or
+    /// The app of row `i`; the loc keys and content mode only where the result has them
+    /// (`push_app_create` has not: a new app has none, and is `sealed`). Reads the columns of `RegistryQueries.appUpdateColumns` (or
     /// `appColumns`); `APIReadStore` decodes its app rows with it too.
     static func decode(_ r: PGResult, _ i: Int) throws -> PushApp {
         let locKeys = (try? r.columnIndex(named: "placeholder_title_loc_key")) != nil
+        let contentMode = (try? r.columnIndex(named: "content_mode")) != nil
         return PushApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"),
                 requireEncryption: try r.bool(i, "require_encryption"),
                 placeholderTitle: try r.string(i, "placeholder_title"),
@@ -107,6 +114,7 @@ public final class AppStore {
                 placeholderTitleLocKey: locKeys ? try r.decode(i, "placeholder_title_loc_key") : nil,
                 placeholderBodyLocKey: locKeys ? try r.decode(i, "placeholder_body_loc_key") : nil,
                 deleted: try r.bool(i, "deleted"),
-                createdAt: try r.date(i, "created_at"), updatedAt: try r.date(i, "updated_at"))
+                createdAt: try r.date(i, "created_at"), updatedAt: try r.date(i, "updated_at"),
+                contentMode: contentMode ? try r.decode(i, "content_mode") : .sealed)
     }
 }

@@ -153,7 +153,8 @@ public final class NotificationStore {
                           placeholderBody: try r.string(0, "placeholder_body"),
                           placeholderTitleLocKey: try r.decode(0, "placeholder_title_loc_key"),
                           placeholderBodyLocKey: try r.decode(0, "placeholder_body_loc_key"), deleted: try r.bool(0, "deleted"),
-                          createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
+                          createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"),
+                          contentMode: try r.decode(0, "content_mode"))
         var audience: [AudienceDevice] = []
         for i in r.rows where try !r.isNull(i, "id") {
             audience.append(AudienceDevice(id: try r.uuid(i, "id"), platform: try r.string(i, "platform"),

@@ -21,14 +21,15 @@ extension Commands {
                 name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account")))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account"),
+                contentMode: args.value("content-mode")))
         case "update":
             let id = try appID(args, position: 2)
             var update = AppUpdateRequest(
                 name: args.value("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key"))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), contentMode: args.value("content-mode"))
             update.actor = AuditStore.cliActor()
             app = try service().updateApp(id: id, update)
         case "show":
@@ -43,7 +44,7 @@ extension Commands {
         }
         guard let app else { throw PushError(.notFound, "no such push app") }
         out.emit(app) {
-            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")\(app.deleted ? "  (deleted)" : "")"
+            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  content_mode=\(app.contentMode.rawValue)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")\(app.deleted ? "  (deleted)" : "")"
         }
     }
 

@@ -8,7 +8,7 @@ enum Help {
     Commands:
       migrate                        apply sql/ migrations (idempotent, safe from several replicas at once)
       worker                         run a worker until SIGTERM/SIGINT (graceful drain)
-      apps create|update|show|delete push apps: require_encryption, placeholders
+      apps create|update|show|delete push apps: require_encryption, content mode, placeholders
       devices register|delete|list   the device registry (R-DEV-1..8)
       send                           accept a notification (exact 4096-byte check, then push_enqueue)
       notifications show|cancel ID   a notification, its deliveries and ledger; cancel a scheduled one
@@ -80,9 +80,12 @@ enum Help {
 
     static let apps = """
     Usage: pushfleet apps create --name NAME [--account ACCOUNT] [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
-                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]
+                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K] [--content-mode sealed|ids_only]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
                                 [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]   ('' removes a loc key)
+                                [--content-mode sealed|ids_only]
+      --content-mode: sealed (default) seals the content per device; ids_only sends iOS and Android
+      only the notification id and the placeholder, the app fetching the content (docs/content-modes.md)
            pushfleet apps show ID | pushfleet apps delete ID
            pushfleet apps credentials set|show|remove|rotate-key ...   (see pushfleet apps credentials --help)
            pushfleet apps vapid create ID --subject mailto:...          (Web Push, RFC 8292)

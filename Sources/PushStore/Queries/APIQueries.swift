@@ -33,7 +33,7 @@ enum APIQueries {
     /// The app's columns as `AppStore.decode` reads them (a `PushApp`), from `push_apps a`.
     static let appColumns = """
     a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body, a.placeholder_title_loc_key, \
-    a.placeholder_body_loc_key, a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at
+    a.placeholder_body_loc_key, a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at, a.content_mode
     """
 
     static let appGet = """

@@ -9,8 +9,8 @@ enum RegistryQueries {
     SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text, $5::uuid)
     """
 
-    /// sql/0011 `push_app_update`: the app's columns and its placeholder loc keys.
-    static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key"
+    /// sql/0019 `push_app_update`: the app's columns, its placeholder loc keys and content mode.
+    static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key, content_mode"
 
     /// The policy before a change, the app row locked (primary key; `AppStore.lockedRequireEncryption`).
     static let appLockPolicy = """
@@ -18,14 +18,14 @@ enum RegistryQueries {
     """
 
     static let appUpdate = """
-    SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text)
+    SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text)
     """
 
     static let appDelete = "UPDATE push_apps SET deleted_at = now() WHERE id = $1::uuid AND deleted_at IS NULL"
 
     static let appGet = """
     SELECT id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key,
-           placeholder_body_loc_key, deleted_at IS NOT NULL AS deleted, created_at, updated_at
+           placeholder_body_loc_key, deleted_at IS NOT NULL AS deleted, created_at, updated_at, content_mode
       FROM push_apps WHERE id = $1::uuid
     """
 
@@ -56,7 +56,7 @@ enum RegistryQueries {
     static let sendPreview = """
     SELECT a.id AS app_id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
            a.placeholder_title_loc_key, a.placeholder_body_loc_key, a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at,
-           d.id, d.platform, coalesce(d.token, d.endpoint) AS address, d.apns_environment, d.public_key, d.kid
+           a.content_mode, d.id, d.platform, coalesce(d.token, d.endpoint) AS address, d.apns_environment, d.public_key, d.kid
       FROM push_apps a
       LEFT JOIN push_devices d ON d.app_id = a.id AND d.mode = $2::text AND d.active AND d.user_id = ANY ($3::text[])
                               AND ($4::uuid[] IS NULL OR d.id = ANY ($4::uuid[]))
