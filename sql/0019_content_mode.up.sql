@@ -1,5 +1,5 @@
--- 0019_content_mode: an app's content mode (R-IDS-1, seeds 003 and 004, issue 24 part 1):
--- `sealed` (seed 000, the default: what every app did before) or `ids_only` (iOS and Android
+-- 0019_content_mode: an app's content mode (R-IDS-1, issue 24 part 1):
+-- `sealed` (the HPKE envelope, the default: what every app did before) or `ids_only` (iOS and Android
 -- pushes carry only a versioned marker with the notification id, the placeholder, badge and
 -- sound; the app fetches the content itself). Read at the notification's send time and written on
 -- it as `content_mode`, as R-SEND-2 does for `encrypted` (NULL before the send time, and on rows a

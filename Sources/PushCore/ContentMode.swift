@@ -1,8 +1,9 @@
 import struct Foundation.UUID
 
 /// What an app's iOS and Android pushes carry (R-IDS-1, product decision of issue 24): the
-/// notification's content sealed per device (`sealed`, seed 000, the default), or only a fixed
-/// marker with the notification id (`ids_only`, seed 004), the app then fetching the content itself.
+/// notification's content sealed per device (`sealed`, the HPKE envelope of R-ENC-1..8, the
+/// default), or only a fixed marker with the notification id (`ids_only`), the app then fetching
+/// the content itself with its preview token.
 ///
 /// Read from the app at the notification's send time and written on the notification
 /// (`push_notifications.content_mode`), as R-SEND-2 does for `encrypted`; every batch and retry

@@ -148,7 +148,7 @@ public struct DeliveryPlanner: Sendable {
     /// app's `require_encryption` and content mode (`ids_only` carries no content, so R-SEND-5 does
     /// not refuse a keyless device). The planner's key policy, without the key's well-formedness.
     /// At acceptance the same policy is `push_enqueue`'s charge predicate (SQL, its one owner
-    /// there); `QueueConformanceTests` holds the two to each other.
+    /// there); `PGQueueConformanceTests` holds the two to each other.
     public static func policyDelivers(hasKey: Bool, encryptsItself: Bool, requireEncryption: Bool,
                                       contentMode: ContentMode = .sealed) -> Bool {
         hasKey || encryptsItself || !requireEncryption || contentMode == .idsOnly

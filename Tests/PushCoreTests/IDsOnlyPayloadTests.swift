@@ -6,7 +6,8 @@ import PushTestSupport
 
 /// R-IDS-1: an `ids_only` notification's iOS and Android payloads, byte for byte
 /// (`Tests/Vectors/pushfleet_ids_only_v1.json`), the same for a keyed and a keyless device and
-/// whatever `require_encryption` says; the seed-004 allow-list over random notifications.
+/// whatever `require_encryption` says; the allow-list of keys and value types (as R-ENC-7 has for sealed payloads) over random
+/// notifications.
 final class IDsOnlyPayloadTests: XCTestCase {
     private struct Vector: Decodable {
         struct Case: Decodable {
@@ -102,7 +103,7 @@ final class IDsOnlyPayloadTests: XCTestCase {
         }
     }
 
-    // MARK: - Seed 004's allow-list over random notifications
+    // MARK: - The allow-list over random notifications
 
     private enum Kind { case string, number, object }
 
