@@ -1,5 +1,6 @@
 import Foundation
 import PushCrypto
+import PushCore
 
 /// What the API accepts for one notification (R-SEND-1); see `push_enqueue` in sql/0002.
 public struct EnqueueRequest: Sendable {
@@ -76,6 +77,9 @@ public struct NotificationReport: Sendable, Codable {
     public var mode: String
     public var status: String
     public var encrypted: Bool?
+    /// The content mode its send time read (R-IDS-1); nil before, or when a previous release
+    /// started it (sent sealed).
+    public var contentMode: ContentMode?
     public var deviceCount: Int
     public var errorCode: String?
     public var sendAt: Date?
@@ -220,7 +224,7 @@ public final class NotificationStore {
         return NotificationReport(
             id: try n.uuid(0, "id"), appID: try n.uuid(0, "app_id"), mode: try n.string(0, "mode"),
             status: try n.string(0, "status"), encrypted: try n.decode(0, "encrypted"),
-            deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
+            contentMode: try n.decode(0, "content_mode"), deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
             sendAt: try n.decode(0, "send_at"), acceptedAt: try n.date(0, "accepted_at"),
             startedAt: try n.decode(0, "started_at"), finishedAt: try n.decode(0, "finished_at"),
             deliveries: deliveries, ledger: ledger, sms: try SMSStore(connection: connection).report(notificationID: id))

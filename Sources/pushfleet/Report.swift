@@ -6,7 +6,7 @@ import PushStore
 enum Report {
     static func text(_ r: NotificationReport) -> String {
         var lines: [String] = []
-        lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  device_count=\(r.deviceCount)  error_code=\(r.errorCode ?? "-")")
+        lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  content_mode=\(r.contentMode?.rawValue ?? "-")  device_count=\(r.deviceCount)  error_code=\(r.errorCode ?? "-")")
         lines.append("  accepted \(iso(r.acceptedAt))  send_at \(iso(r.sendAt))  started \(iso(r.startedAt))  finished \(iso(r.finishedAt))")
         for d in r.deliveries {
             lines.append("  delivery \(PrefixedID.format(.device, d.deviceID))  \(d.status)  encrypted=\(d.encrypted)  error_code=\(d.errorCode ?? "-")  attempts=\(d.attempts)  provider=\(d.provider ?? "-")  id=\(d.providerMessageID ?? "-")")

@@ -89,7 +89,7 @@ enum RegistryQueries {
     static let notificationScope = "SELECT app_id, mode, status FROM push_notifications WHERE id = $1::uuid"
 
     static let notificationGet = """
-    SELECT id, app_id, mode, status, encrypted, device_count, error_code, send_at, accepted_at, started_at,
+    SELECT id, app_id, mode, status, encrypted, content_mode, device_count, error_code, send_at, accepted_at, started_at,
            finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids
       FROM push_notifications WHERE id = $1::uuid
     """
