@@ -217,16 +217,24 @@ public final class AcceptanceService {
                                                       contentMode: contentMode)
             })
         }
-        let app = request.requireEncryption == nil ? try update(conn) : try conn.transaction { c -> PushApp? in
+        let app = request.requireEncryption == nil && contentMode == nil ? try update(conn) : try conn.transaction { c -> PushApp? in
             // The policy before the change, its row locked until the change commits, so the audit
             // log's old and new values are exact (issue 15 part 5). An unknown app: nothing to do.
-            guard let before = try AppStore(connection: c).lockedRequireEncryption(id: id) else { return nil }
+            guard let before = try AppStore(connection: c).lockedPolicy(id: id) else { return nil }
             guard let app = try update(c) else { return nil }
-            if before != app.requireEncryption {
-                try AuditStore(connection: c).record(
+            let audit = AuditStore(connection: c)
+            if before.requireEncryption != app.requireEncryption {
+                try audit.record(
                     accountID: nil, appID: id, actor: request.actor, action: .requireEncryptionChanged,
                     target: PrefixedID.format(.app, id),
-                    details: JSONObject([.init("from", .bool(before)), .init("to", .bool(app.requireEncryption))]))
+                    details: JSONObject([.init("from", .bool(before.requireEncryption)), .init("to", .bool(app.requireEncryption))]))
+            }
+            if before.contentMode != app.contentMode {
+                try audit.record(
+                    accountID: nil, appID: id, actor: request.actor, action: .contentModeChanged,
+                    target: PrefixedID.format(.app, id),
+                    details: JSONObject([.init("from", .string(before.contentMode.rawValue)),
+                                         .init("to", .string(app.contentMode.rawValue))]))
             }
             return app
         }

@@ -60,11 +60,11 @@ public final class AppStore {
         }
     }
 
-    /// The app's `require_encryption`, its row locked until the transaction ends; nil for an
-    /// unknown or deleted app (primary key).
-    public func lockedRequireEncryption(id: UUID) throws -> Bool? {
+    /// The app's `require_encryption` and `content_mode`, its row locked until the transaction
+    /// ends; nil for an unknown or deleted app (primary key).
+    public func lockedPolicy(id: UUID) throws -> (requireEncryption: Bool, contentMode: ContentMode)? {
         let r = try connection.exec(RegistryQueries.appLockPolicy, [.uuid(id)])
-        return r.rowCount == 0 ? nil : try r.bool(0, "require_encryption")
+        return r.rowCount == 0 ? nil : (try r.bool(0, "require_encryption"), try r.decode(0, "content_mode"))
     }
 
     /// Updates the given fields through `push_app_update` (sql/0011); nil leaves a field unchanged, an

@@ -5,7 +5,8 @@ import PushStore
 
 /// R-IDS-1 through the apps API: `content_mode` on `POST`/`PATCH /v1/push/apps` (the acceptance
 /// service checks its value), shown by `GET` and lists; changing it needs a live key (R-API-2, as
-/// for `require_encryption`: a test key cannot turn a live app's pushes from ids_only to sealed);
+/// for `require_encryption`: a test key cannot turn a live app's pushes from ids_only to sealed),
+/// and each change is in the audit log (`app.content_mode_changed`, from and to);
 /// and an `ids_only` app accepts content no sealed payload could carry.
 final class ContentModeRoutesTests: APITestCase {
     func testContentModeIsSetShownAndChangedOnlyWithALiveKey() throws {
@@ -34,6 +35,13 @@ final class ContentModeRoutesTests: APITestCase {
         let changed = try call("PATCH", "/v1/push/apps/\(id)", key: liveKey, json: #"{"content_mode":"sealed"}"#)
         XCTAssertEqual(changed.status, 200, changed.text)
         XCTAssertEqual(changed.json["content_mode"] as? String, "sealed")
+        // Audited like require_encryption: one event for the change, none for the restated value.
+        let audit = try conn.exec("SELECT action, details->>'from' AS f, details->>'to' AS t FROM push_audit_events WHERE app_id = $1::uuid",
+                                  [.uuid(uuid)])
+        XCTAssertEqual(audit.rowCount, 1)
+        XCTAssertEqual(try audit.string(0, "action"), "app.content_mode_changed")
+        XCTAssertEqual(try audit.string(0, "f"), "ids_only")
+        XCTAssertEqual(try audit.string(0, "t"), "sealed")
         XCTAssertEqual(try call("GET", "/v1/push/apps/\(id)", key: testKey).json["content_mode"] as? String, "sealed")
         let listed = try call("GET", "/v1/push/apps", key: testKey)
         let row = (listed.json["data"] as? [[String: Any]])?.first { $0["id"] as? String == id }

@@ -10,8 +10,7 @@ import PushProviders
 /// batches, push_record) with the worker's `LiveRouter` against the fake APNs and FCM: what the
 /// providers receive from an `ids_only` app, the acceptance charges of keyless devices, and the
 /// app made `sealed` again before the send time.
-class LiveContentModeTests: LiveTestCase {
-    override class var backend: Backend { .postgres }
+class ContentModeScenarios: LiveTestCase {
 
     private let secrets = ["TITLE-S3CRET", "BODY-S3CRET", "DATAKEY-S3CRET", "DATAVALUE-S3CRET", "THREAD-S3CRET", "CATEGORY-S3CRET"]
 
@@ -43,7 +42,7 @@ class LiveContentModeTests: LiveTestCase {
     /// with `data.pf`; not one secret reaches either; the notification records `ids_only`. Batches
     /// of 2 so the send-time start splits the audience and batch jobs read the mode back from the
     /// notification row.
-    func testIDsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices() throws {
+    func idsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices() throws {
         try setAPNs()
         try setFCM()
         try makeWorker(apnsTimeoutMillis: 10_000, batchSize: 2)
@@ -95,7 +94,7 @@ class LiveContentModeTests: LiveTestCase {
     /// longer fits (`PUSH_PAYLOAD_TOO_LARGE`) and the keyless one is refused `ENCRYPTION_KEY_MISSING`,
     /// both refunded, nothing sent; the notification records `sealed`. The same content is refused
     /// at acceptance by a sealed app.
-    func testSealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() throws {
+    func sealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() throws {
         try setAPNs()
         try world.updateApp(appID, requireEncryption: true)
         try world.updateApp(appID, contentMode: .idsOnly)
@@ -123,7 +122,7 @@ class LiveContentModeTests: LiveTestCase {
     /// The reverse: accepted while `sealed` (the keyless device of an app requiring encryption is
     /// not charged), sent while `ids_only`: the mode read at the send time governs, the keyless
     /// device is sent the marker and the worker writes its missing charge (R-SEND-9).
-    func testIDsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() throws {
+    func idsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() throws {
         try setAPNs()
         try world.updateApp(appID, requireEncryption: true)
         let keyless = try device("ok", n: 1).id
@@ -139,7 +138,21 @@ class LiveContentModeTests: LiveTestCase {
     }
 }
 
+/// On PostgreSQL: push_enqueue, push_start_notifications, the claim, push_record.
+final class LiveContentModeTests: ContentModeScenarios {
+    override class var backend: Backend { .postgres }
+    func testIDsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices() throws {
+        try idsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices()
+    }
+    func testSealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() throws { try sealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() }
+    func testIDsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() throws { try idsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() }
+}
+
 /// The same on the in-memory queue (`InMemoryQueue`, the conformance double of the SQL functions).
-final class MemoryContentModeTests: LiveContentModeTests {
-    override class var backend: Backend { .memory }
+final class MemoryContentModeTests: ContentModeScenarios {
+    func testIDsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices() throws {
+        try idsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices()
+    }
+    func testSealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() throws { try sealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() }
+    func testIDsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() throws { try idsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() }
 }

@@ -12,9 +12,9 @@ enum RegistryQueries {
     /// sql/0019 `push_app_update`: the app's columns, its placeholder loc keys and content mode.
     static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key, content_mode"
 
-    /// The policy before a change, the app row locked (primary key; `AppStore.lockedRequireEncryption`).
+    /// The policy before a change, the app row locked (primary key; `AppStore.lockedPolicy`).
     static let appLockPolicy = """
-    SELECT require_encryption FROM push_apps WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE
+    SELECT require_encryption, content_mode FROM push_apps WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE
     """
 
     static let appUpdate = """
