@@ -36,7 +36,8 @@ enum ResponseBodies {
         var members: [JSONObject.Member] = [
             .init("id", .string(PrefixedID.format(.notification, n.id))), .init("object", .string("push_notification")),
             .init("app_id", .string(PrefixedID.format(.app, n.appID))), .init("status", .string(n.status)),
-            .init("encrypted", bool(n.encrypted)), .init("device_count", int(n.deviceCount)),
+            .init("encrypted", bool(n.encrypted)), .init("content_mode", text(n.contentMode?.rawValue)),
+            .init("device_count", int(n.deviceCount)),
             .init("error_code", text(n.errorCode)), .init("send_at", time(n.sendAt)),
             .init("created_at", time(n.acceptedAt)), .init("finished_at", time(n.finishedAt)),
             .init("sms", n.sms.map(sms) ?? .null),

@@ -67,5 +67,7 @@ final class ContentModeRoutesTests: APITestCase {
         let charges = try conn.exec("SELECT count(*) AS n FROM push_ledger WHERE notification_id = $1::uuid AND device_id = $2::uuid AND kind = 'charge'",
                                     [.uuid(n), .uuid(d)])
         XCTAssertEqual(try charges.int(0, "n"), 1, "R-IDS-1: the keyless device is charged at acceptance")
+        let shown = try call("GET", "/v1/push/notifications/\(try XCTUnwrap(accepted.json["id"] as? String))", key: testKey)
+        XCTAssertTrue(shown.json["content_mode"] is NSNull, "read at the send time, not yet: \(shown.text)")
     }
 }

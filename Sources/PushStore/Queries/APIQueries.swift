@@ -50,7 +50,7 @@ enum APIQueries {
     """
 
     static let notificationColumns = """
-    n.id, n.app_id, n.status, n.encrypted, n.device_count, n.error_code, n.send_at, n.accepted_at, n.finished_at
+    n.id, n.app_id, n.status, n.encrypted, n.content_mode, n.device_count, n.error_code, n.send_at, n.accepted_at, n.finished_at
     """
 
     /// A delivery's columns as `APIReadStore.notificationWithDeliveries` reads them, from `push_deliveries v`.
