@@ -7,9 +7,11 @@ import PushStore
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
     /// The schema version this build needs: sql/0019_content_mode is the newest migration it uses
-    /// (the content mode of R-IDS-1 its send-time start writes and its claim reads; 0017 and 0018
-    /// are other branches' and not on this one); sql/0016_token_platform the registration refusing
-    /// a token's platform change (R-DEV-2, which the API answers 409);
+    /// (the content mode of R-IDS-1 its send-time start writes and its claim reads; 0018 is another
+    /// branch's and not on this one); sql/0017_database_cost_second_pass push_record leaving a last
+    /// batch's counter to push_finalize_notifications, which this build runs in the same
+    /// transaction; sql/0016_token_platform the registration refusing a token's platform change
+    /// (R-DEV-2, which the API answers 409);
     /// sql/0015_api_access keys scoped to apps, the audit log, the usage report's index and
     /// `push_erase_user`; sql/0014_provider_pauses the fleet-wide provider pauses of R-KIND-4
     /// (`PGPauseStore`); sql/0013_database_cost the set-based start and record (the Maintainer folds
@@ -25,7 +27,7 @@ public final class ReadinessGate {
     /// `ReadinessTests` holds it to the directory). All must be recorded, not only the highest: a
     /// branch's migration can land after higher ones (0008 and 0010 after 0011), and a database
     /// migrated by an earlier main records 0011 without them.
-    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19]
+    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19]
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {

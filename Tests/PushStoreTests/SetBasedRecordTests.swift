@@ -83,8 +83,123 @@ final class SetBasedRecordTests: PGTestCase {
         XCTAssertEqual(try rows.rows.map { try rows.string($0, "status") }, ["sent", "sent"])
         XCTAssertEqual(try conn.exec("SELECT count(*) AS n FROM push_jobs WHERE notification_id = $1 AND state <> 'completed'",
                                      [.uuid(notification)]).int(0, "n"), 0, "no successor for a device already final")
+        // The notification's last batch: its row is left to push_finalize_notifications (below).
         XCTAssertEqual(try conn.exec("SELECT remaining_batches FROM push_notifications WHERE id = $1", [.uuid(notification)])
-                        .int(0, "remaining_batches"), 0)
+                        .int(0, "remaining_batches"), 2)
         XCTAssertEqual(try PGQueueStore(connection: conn).queueStats().completed, 3)
+    }
+
+    /// A notification enqueued to user u1 and started with batches of `batchSize`: its id and
+    /// the start's job.
+    private func startedNotification(batchSize: Int) throws -> (UUID, Int64) {
+        let notification = try conn.exec("""
+            SELECT notification_id FROM push_enqueue($1, 'test', ARRAY['u1'], NULL, 'Hi', 'Body', NULL, NULL, NULL, NULL,
+                                                    NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+            """, [.uuid(appID)]).uuid(0, "notification_id")
+        let job = try conn.exec("SELECT id FROM push_jobs WHERE notification_id = $1", [.uuid(notification)]).int64(0, "id")
+        let started = try conn.exec("""
+            SELECT outcome FROM push_start_notifications(ARRAY[$1::bigint], ARRAY[$2::uuid], $3, 'refund')
+            """, [.int64(job), .uuid(try lease(job)), .int(batchSize)])
+        XCTAssertEqual(try started.string(0, "outcome"), "started")
+        return (notification, job)
+    }
+
+    private func notificationRow(_ id: UUID, _ c: PGConnection) throws -> (String, Int) {
+        let r = try c.exec("SELECT status, remaining_batches FROM push_notifications WHERE id = $1", [.uuid(id)])
+        return (try r.string(0, "status"), try r.int(0, "remaining_batches"))
+    }
+
+    /// Issue 17: a single-batch notification's row is written once by the record (push_record
+    /// leaves the counter of a last batch to push_finalize_notifications, which the store runs next
+    /// in the same transaction and which sets it to 0 with the final status), not twice.
+    func testALastBatchWritesItsNotificationRowOnceWithTheFinalize() throws {
+        let a = try device("aaaa")
+        let (notification, job) = try startedNotification(batchSize: 500)
+        let token = try conn.exec("SELECT lease_token FROM push_jobs WHERE id = $1", [.int64(job)]).uuid(0, "lease_token")
+        let (jobJSON, records) = record(job, token, [(a, "sent")])
+        // A fresh session: pg_stat_xact_user_tables then counts this transaction's writes only.
+        let session = try database.connect()
+        try session.exec("BEGIN")
+        let r = try session.exec("SELECT outcome, remaining_batches, ending_codes FROM push_record($1::json)",
+                                 [.text(#"{"jobs":[\#(jobJSON)],"deliveries":[\#(records)],"credentials":[]}"#)])
+        XCTAssertEqual(try r.string(0, "outcome"), "recorded")
+        XCTAssertEqual(try r.int(0, "remaining_batches"), 0, "the answer says the last batch is recorded")
+        XCTAssertEqual(try r.string(0, "ending_codes"), "{sent}")
+        let (status, remaining) = try notificationRow(notification, session)
+        XCTAssertEqual(status, "sending")
+        XCTAssertEqual(remaining, 1, "the row is left to the finalize")
+        _ = try session.exec("SELECT push_finalize_notifications(ARRAY[$1::uuid], ARRAY['sent'], ARRAY[NULL::text], ARRAY[1])",
+                             [.uuid(notification)])
+        let updates = try session.exec("""
+            SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'push_notifications'
+            """).int64(0, "n_tup_upd")
+        XCTAssertEqual(updates, 1, "record and finalize write the notification row once")
+        let (final, left) = try notificationRow(notification, session)
+        XCTAssertEqual(final, "sent")
+        XCTAssertEqual(left, 0)
+        try session.exec("COMMIT")
+    }
+
+    /// The counter push_record still writes: a batch that is not the last counts down at once, and
+    /// the last batch of a notification that is already final (cancelled meanwhile: no finalize
+    /// follows, push_finalize_notifications skips final rows) counts down to 0 itself.
+    func testABatchThatIsNotTheLastAndTheLastOfAFinishedNotificationCountDownInTheRecord() throws {
+        let a = try device("aaaa"), b = try device("bbbb")
+        let (notification, _) = try startedNotification(batchSize: 1)
+        let batches = try conn.exec("SELECT id, device_ids[1] AS device FROM push_jobs WHERE notification_id = $1 AND kind = 'batch' ORDER BY id",
+                                    [.uuid(notification)])
+        XCTAssertEqual(batches.rowCount, 2)
+        let jobs = [try batches.int64(0, "id"), try batches.int64(1, "id")]
+        let devices = [try batches.uuid(0, "device"), try batches.uuid(1, "device")]
+        XCTAssertEqual(Set(devices), [a, b])
+        for (i, (job, device)) in zip(jobs, devices).enumerated() {
+            if i == 1 {
+                try conn.exec("UPDATE push_notifications SET status = 'cancelled', finished_at = now() WHERE id = $1",
+                              [.uuid(notification)])
+            }
+            let (jobJSON, records) = record(job, try lease(job), [(device, "sent")])
+            let r = try conn.exec("SELECT outcome, remaining_batches FROM push_record($1::json)",
+                                  [.text(#"{"jobs":[\#(jobJSON)],"deliveries":[\#(records)],"credentials":[]}"#)])
+            XCTAssertEqual(try r.string(0, "outcome"), "recorded")
+            XCTAssertEqual(try r.int(0, "remaining_batches"), 1 - i)
+            XCTAssertEqual(try notificationRow(notification, conn).1, 1 - i, "batch \(i + 1): the row counts down")
+        }
+    }
+
+    /// The start's lease check (read by primary key since issue 17's second pass): a job running
+    /// under another lease token answers lease_lost and its notification stays pending, while the
+    /// held job beside it in the same call starts.
+    func testTheStartStartsOnlyTheJobsWhoseLeaseTokenHolds() throws {
+        _ = try device("aaaa")
+        var jobs: [Int64] = [], notifications: [UUID] = []
+        for _ in 0..<2 {
+            let n = try conn.exec("""
+                SELECT notification_id FROM push_enqueue($1, 'test', ARRAY['u1'], NULL, 'Hi', 'Body', NULL, NULL, NULL, NULL,
+                                                        NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                """, [.uuid(appID)]).uuid(0, "notification_id")
+            notifications.append(n)
+            jobs.append(try conn.exec("SELECT id FROM push_jobs WHERE notification_id = $1", [.uuid(n)]).int64(0, "id"))
+        }
+        let held = try lease(jobs[0])
+        _ = try lease(jobs[1])   // running, under a token this caller does not have
+        let r = try conn.exec("""
+            SELECT job_id, outcome, status FROM push_start_notifications($1::bigint[], $2::uuid[], 500, 'refund')
+            """, [.int64Array(jobs), .uuidArray([held, UUID()])])
+        XCTAssertEqual(try r.rows.map { try r.int64($0, "job_id") }, jobs)
+        XCTAssertEqual(try r.rows.map { try r.string($0, "outcome") }, ["started", "lease_lost"])
+        XCTAssertTrue(try r.isNull(1, "status"))
+        XCTAssertEqual(try notificationRow(notifications[0], conn).0, "sending")
+        XCTAssertEqual(try notificationRow(notifications[1], conn).0, "pending", "a lost lease writes nothing")
+        XCTAssertEqual(try conn.exec("SELECT kind FROM push_jobs WHERE id = $1", [.int64(jobs[1])]).string(0, "kind"),
+                       "notification")
+    }
+
+    /// sql/0017 leaves room on the queue's pages for the start's heap-only updates (issue 17).
+    func testTheQueueTablesLeaveRoomForHeapOnlyUpdates() throws {
+        let r = try conn.exec("""
+            SELECT relname, array_to_string(reloptions, ',') AS options FROM pg_class
+             WHERE relname IN ('push_jobs', 'push_notifications') ORDER BY relname
+            """)
+        XCTAssertEqual(try r.rows.map { try r.string($0, "options") }, ["fillfactor=30", "fillfactor=50"])
     }
 }

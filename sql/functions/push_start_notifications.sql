@@ -37,15 +37,19 @@ BEGIN
     WITH input AS (
         SELECT x.id, x.token, x.ord FROM unnest(p_job_ids, p_lease_tokens) WITH ORDINALITY AS x(id, token, ord)
     ), seen AS (
-        -- Each job with its lease check, notification and app (primary keys).
-        SELECT i.id, i.ord, j.id IS NOT NULL AS held, n.id AS notification_id, n.status AS n_status, n.app_id, n.mode,
+        -- Each job with its lease check, notification and app (primary keys). The job is read by
+        -- primary key (j.id = ANY) and its lease checked on the row read: as a condition of the
+        -- scan, `state = 'running'` had the planner read every running job (push_jobs_lease_idx)
+        -- once per job of the call.
+        SELECT i.id, i.ord, coalesce(j.lease_token = i.token AND j.state = 'running', false) AS held,
+               n.id AS notification_id, n.status AS n_status, n.app_id, n.mode,
                n.user_ids, n.device_ids, j.priority, coalesce(a.require_encryption, false) AS require_encryption,
                coalesce(a.content_mode, 'sealed') AS content_mode,
                a.deleted_at IS NOT NULL AS app_deleted,
                row_number() OVER (PARTITION BY n.id ORDER BY i.ord) AS nth
           FROM input i
-          LEFT JOIN push_jobs j ON j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
-          LEFT JOIN push_notifications n ON n.id = j.notification_id
+          LEFT JOIN push_jobs j ON j.id = i.id AND j.id = ANY (p_job_ids)
+          LEFT JOIN push_notifications n ON j.lease_token = i.token AND j.state = 'running' AND n.id = j.notification_id
           LEFT JOIN push_apps a ON a.id = n.app_id
     ), started AS (
         SELECT s.*, coalesce(t.targets, '{}') AS targets
