@@ -113,7 +113,8 @@ struct APIRoutes {
         var create = AppCreateRequest(name: b.name ?? "", requireEncryption: b.requireEncryption,
                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
                                       placeholderTitleLocKey: b.placeholderTitleLocKey,
-                                      placeholderBodyLocKey: b.placeholderBodyLocKey, accountID: principal.accountID)
+                                      placeholderBodyLocKey: b.placeholderBodyLocKey, accountID: principal.accountID,
+                                      contentMode: b.contentMode)
         create.confirmDeliveries = b.confirmDeliveries
         create.previewWindowSeconds = b.previewWindowSeconds
         let app = try accepted { try acceptance.createApp(create) }
@@ -131,17 +132,22 @@ struct APIRoutes {
         return ok(ResponseBodies.list(try reads.apps(after: after, limit: q.limit), ResponseBodies.app))
     }
 
-    /// `require_encryption` governs live traffic: changing it needs a live key (R-API-2).
+    /// `require_encryption` and `content_mode` govern live traffic: changing either needs a live
+    /// key (R-API-2; an ids_only app made sealed sends keyless devices of an app not requiring
+    /// encryption its content in plaintext).
     func updateApp(_ id: String?, _ b: AppBody) throws -> HTTPResponse {
         let current = try visibleApp(id)
         if let wanted = b.requireEncryption, wanted != current.requireEncryption, principal.mode != .live {
             throw APIError.forbidden("changing require_encryption needs a live key (it governs live traffic)",
                                      field: "require_encryption")
         }
+        if let wanted = b.contentMode, wanted != current.contentMode.rawValue, principal.mode != .live {
+            throw APIError.forbidden("changing content_mode needs a live key (it governs live traffic)", field: "content_mode")
+        }
         var update = AppUpdateRequest(name: b.name, requireEncryption: b.requireEncryption,
                                       placeholderTitle: b.placeholderTitle, placeholderBody: b.placeholderBody,
                                       placeholderTitleLocKey: b.placeholderTitleLocKey,
-                                      placeholderBodyLocKey: b.placeholderBodyLocKey)
+                                      placeholderBodyLocKey: b.placeholderBodyLocKey, contentMode: b.contentMode)
         update.actor = principal.actor
         update.confirmDeliveries = b.confirmDeliveries
         update.previewWindowSeconds = b.previewWindowSeconds

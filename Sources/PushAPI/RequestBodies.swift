@@ -61,7 +61,7 @@ struct RevokeBody: Sendable {
 let placeholderID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
 /// `POST /v1/push/apps` and `PATCH /v1/push/apps/:id` (R-APP-1; the placeholder loc keys of
-/// R-KIND-3, where an update's empty string removes one).
+/// R-KIND-3, where an update's empty string removes one; the content mode of R-IDS-1).
 public struct AppBody: Sendable {
     public var name: String?
     public var requireEncryption: Bool?
@@ -73,6 +73,8 @@ public struct AppBody: Sendable {
     public var confirmDeliveries: Bool?
     /// `preview_window_seconds` (issue 24 part 4).
     public var previewWindowSeconds: Int?
+    /// `content_mode` (R-IDS-1), as sent: the acceptance service checks it.
+    public var contentMode: String?
 
     /// Reads the body; `creating` requires `name`.
     public static func decode(_ body: [UInt8], creating: Bool) throws -> AppBody {
@@ -82,7 +84,8 @@ public struct AppBody: Sendable {
                         placeholderTitle: try f.string("placeholder_title"),
                         placeholderBody: try f.string("placeholder_body"),
                         placeholderTitleLocKey: try f.string("placeholder_title_loc_key"),
-                        placeholderBodyLocKey: try f.string("placeholder_body_loc_key"))
+                        placeholderBodyLocKey: try f.string("placeholder_body_loc_key"),
+                        contentMode: try f.string("content_mode"))
         b.confirmDeliveries = try f.bool("confirm_deliveries")
         b.previewWindowSeconds = try f.int("preview_window_seconds")
         try f.finish()

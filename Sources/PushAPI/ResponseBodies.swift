@@ -29,7 +29,8 @@ enum ResponseBodies {
             .init("placeholder_title_loc_key", text(a.placeholderTitleLocKey)),
             .init("placeholder_body_loc_key", text(a.placeholderBodyLocKey)),
             .init("confirm_deliveries", .bool(a.confirmDeliveries)),
-            .init("preview_window_seconds", int(a.previewWindowSeconds)), .init("created_at", time(a.createdAt)),
+            .init("preview_window_seconds", int(a.previewWindowSeconds)),
+            .init("content_mode", .string(a.contentMode.rawValue)), .init("created_at", time(a.createdAt)),
         ]))
     }
 
@@ -37,7 +38,8 @@ enum ResponseBodies {
         var members: [JSONObject.Member] = [
             .init("id", .string(PrefixedID.format(.notification, n.id))), .init("object", .string("push_notification")),
             .init("app_id", .string(PrefixedID.format(.app, n.appID))), .init("status", .string(n.status)),
-            .init("encrypted", bool(n.encrypted)), .init("device_count", int(n.deviceCount)),
+            .init("encrypted", bool(n.encrypted)), .init("content_mode", text(n.contentMode?.rawValue)),
+            .init("device_count", int(n.deviceCount)),
             .init("confirmed_count", int(n.confirmedCount)), .init("revoked", .bool(n.revoked)),
             .init("error_code", text(n.errorCode)), .init("send_at", time(n.sendAt)),
             .init("created_at", time(n.acceptedAt)), .init("finished_at", time(n.finishedAt)),

@@ -82,7 +82,7 @@ public final class AcceptanceService {
                                                                     titleLocKey: preview.app.placeholderTitleLocKey,
                                                                     bodyLocKey: preview.app.placeholderBodyLocKey),
                                       requireEncryption: preview.app.requireEncryption, mode: request.mode,
-                                      platforms: providers.planning)
+                                      contentMode: preview.app.contentMode, platforms: providers.planning)
         let floor = planner.contentFloorCheck
         if !floor.fits { throw AcceptanceError.tooLarge(floor) }
         // A whole-app audience is known only at its send time: measure any device it may hold.
@@ -221,19 +221,22 @@ public final class AcceptanceService {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
+        let contentMode = try AppValidation.contentMode(request.contentMode)
         let store = AppStore(connection: try connection())
         return try Self.stored {
             try store.appCreate(name: request.name, requireEncryption: request.requireEncryption,
                                 placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                 placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID,
+                                placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID,
                                 preview: AppPreviewSettings(confirmDeliveries: request.confirmDeliveries,
-                                                            windowSeconds: request.previewWindowSeconds))
+                                                            windowSeconds: request.previewWindowSeconds),
+                                contentMode: contentMode)
         }
     }
 
-    /// Changes the given fields of a push app (R-APP-1, R-APP-2: the policy is read at send time,
-    /// so it applies to queued notifications too); turning `require_encryption` off records a
+    /// Changes the given fields of a push app (R-APP-1, R-APP-2: the policy and the content mode of
+    /// R-IDS-1 are read at send time, so they apply to queued notifications too); turning `require_encryption` off records a
     /// `push_app.encryption_disabled` event for the live mode.
     /// - Throws: `AcceptanceError` `VALIDATION_ERROR` naming the field, `NOT_FOUND` for an unknown
     ///   or deleted app; `PGError` on database failure.
@@ -241,6 +244,7 @@ public final class AcceptanceService {
         try AppValidation.check(name: request.name, placeholderTitle: request.placeholderTitle,
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
+        let contentMode = try AppValidation.contentMode(request.contentMode)
         let conn = try connection()
         func update(_ c: PGConnection) throws -> PushApp? {
             try Self.stored({
@@ -249,19 +253,28 @@ public final class AcceptanceService {
                                                       name: request.name, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                                       placeholderBodyLocKey: request.placeholderBodyLocKey,
                                                       preview: AppPreviewSettings(confirmDeliveries: request.confirmDeliveries,
-                                                                                  windowSeconds: request.previewWindowSeconds))
+                                                                                  windowSeconds: request.previewWindowSeconds),
+                                                      contentMode: contentMode)
             })
         }
-        let app = request.requireEncryption == nil ? try update(conn) : try conn.transaction { c -> PushApp? in
+        let app = request.requireEncryption == nil && contentMode == nil ? try update(conn) : try conn.transaction { c -> PushApp? in
             // The policy before the change, its row locked until the change commits, so the audit
             // log's old and new values are exact (issue 15 part 5). An unknown app: nothing to do.
-            guard let before = try AppStore(connection: c).lockedRequireEncryption(id: id) else { return nil }
+            guard let before = try AppStore(connection: c).lockedPolicy(id: id) else { return nil }
             guard let app = try update(c) else { return nil }
-            if before != app.requireEncryption {
-                try AuditStore(connection: c).record(
+            let audit = AuditStore(connection: c)
+            if before.requireEncryption != app.requireEncryption {
+                try audit.record(
                     accountID: nil, appID: id, actor: request.actor, action: .requireEncryptionChanged,
                     target: PrefixedID.format(.app, id),
-                    details: JSONObject([.init("from", .bool(before)), .init("to", .bool(app.requireEncryption))]))
+                    details: JSONObject([.init("from", .bool(before.requireEncryption)), .init("to", .bool(app.requireEncryption))]))
+            }
+            if before.contentMode != app.contentMode {
+                try audit.record(
+                    accountID: nil, appID: id, actor: request.actor, action: .contentModeChanged,
+                    target: PrefixedID.format(.app, id),
+                    details: JSONObject([.init("from", .string(before.contentMode.rawValue)),
+                                         .init("to", .string(app.contentMode.rawValue))]))
             }
             return app
         }
@@ -299,5 +312,12 @@ enum AppValidation {
         try SendValidation.clearField(placeholderBody, "placeholder_body", max: AcceptanceLimits.maxPlaceholderBodyBytes)
         try SendValidation.clearField(placeholderTitleLocKey, "placeholder_title_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
         try SendValidation.clearField(placeholderBodyLocKey, "placeholder_body_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
+    }
+
+    /// `content_mode` as sent (R-IDS-1): nil, `sealed` or `ids_only`, else `VALIDATION_ERROR`.
+    static func contentMode(_ text: String?) throws -> ContentMode? {
+        guard let text else { return nil }
+        guard let mode = ContentMode(text: text) else { throw AcceptanceError.invalid("content_mode", "must be sealed or ids_only") }
+        return mode
     }
 }

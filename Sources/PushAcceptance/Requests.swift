@@ -231,11 +231,14 @@ public struct AppCreateRequest: Sendable, Equatable {
     public var confirmDeliveries: Bool? = nil
     /// Field `preview_window_seconds` (issue 24 part 4), 60 to 2,419,200; nil = 259,200 (72 h).
     public var previewWindowSeconds: Int? = nil
+    /// Field `content_mode` (R-IDS-1): `sealed` or `ids_only`, as sent; nil = `sealed`.
+    public var contentMode: String?
 
     /// Makes a request.
     public init(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                 placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil,
-                accountID: UUID? = nil) {
+                accountID: UUID? = nil, contentMode: String? = nil) {
+        self.contentMode = contentMode
         self.name = name
         self.requireEncryption = requireEncryption
         self.placeholderTitle = placeholderTitle
@@ -262,6 +265,10 @@ public struct AppUpdateRequest: Sendable, Equatable {
     public var placeholderTitleLocKey: String?
     /// Field `placeholder_body_loc_key` (R-KIND-3); the empty string removes it.
     public var placeholderBodyLocKey: String?
+    /// Field `content_mode` (R-IDS-1): read at each notification's send time, so it applies to
+    /// notifications already queued too; the API lets only a live credential change it. As sent:
+    /// `sealed` or `ids_only`.
+    public var contentMode: String?
     /// Who asks, for the audit log when `require_encryption` changes (issue 15 part 5): the API
     /// key's prefix, `oauth:` + a token's subject, `cli:` + a login.
     public var actor: String = AuditStore.unnamedActor
@@ -272,7 +279,9 @@ public struct AppUpdateRequest: Sendable, Equatable {
 
     /// Makes a request.
     public init(name: String? = nil, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
-                placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil) {
+                placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil, placeholderBodyLocKey: String? = nil,
+                contentMode: String? = nil) {
+        self.contentMode = contentMode
         self.name = name
         self.requireEncryption = requireEncryption
         self.placeholderTitle = placeholderTitle

@@ -1,3 +1,5 @@
+import struct Foundation.UUID
+
 /// APNs request bodies, byte-exact (R-ENC-4, R-ENC-9, R-PLAIN-1, R-KIND-1..3). Key order in `aps`:
 /// `alert`, `mutable-content`, `badge`, `sound`, `thread-id`, then the presentation fields
 /// `interruption-level`, `relevance-score`, `category`, `target-content-id` (R-KIND-2); a background
@@ -40,12 +42,36 @@ public enum APNsPayload {
         return out
     }
 
+    /// An `ids_only` body (R-IDS-1), the same for every device of the notification, keyed or not.
+    /// Alert: `{"aps":{"alert":{PLACEHOLDER},"mutable-content":1[,"badge":n][,"sound":s]},"pf":MARKER}`,
+    /// PLACEHOLDER as for an encrypted body (the app's loc keys where set, else its literal title
+    /// and body); `sound` is the name or the critical-alert dictionary (both are `aps.sound`).
+    /// Background: `{"aps":{"content-available":1},"pf":MARKER}`. MARKER is `IDsOnlyMarker.json`.
+    /// Never a title, body, data, thread id, loc key or argument of the notification, nor its
+    /// presentation fields (the extension sets them from the fetched content).
+    public static func idsOnly(content: NotificationContent, placeholders: AppPlaceholders, notificationID: UUID) -> [UInt8] {
+        var out: [UInt8]
+        if content.pushType == .background {
+            out = backgroundAPS
+        } else {
+            var fields = Fields(out: Array(#"{"aps":{"alert":{"#.utf8))
+            appendPlaceholder(placeholders, to: &fields)
+            fields.out.append(contentsOf: #"},"mutable-content":1"#.utf8)
+            appendBadgeAndSound(content, to: &fields)
+            fields.out.append(0x7d)
+            out = fields.out
+        }
+        out.append(contentsOf: #","pf":"#.utf8)
+        out.append(contentsOf: IDsOnlyMarker.json(notificationID: notificationID))
+        out.append(0x7d)
+        return out
+    }
+
     /// Everything an encrypted body holds before the envelope object (ends with `"hk":`).
     static func encryptedPrefix(content: NotificationContent, placeholders: AppPlaceholders) -> [UInt8] {
         if content.pushType == .background { return backgroundAPS + Array(#","hk":"#.utf8) }
         var fields = Fields(out: Array(#"{"aps":{"alert":{"#.utf8))
-        if let key = placeholders.titleLocKey { fields.string("title-loc-key", key) } else { fields.string("title", placeholders.title) }
-        if let key = placeholders.bodyLocKey { fields.string("loc-key", key) } else { fields.string("body", placeholders.body) }
+        appendPlaceholder(placeholders, to: &fields)
         fields.out.append(contentsOf: #"},"mutable-content":1"#.utf8)
         appendClearExtras(content, to: &fields)
         fields.out.append(contentsOf: #"},"hk":"#.utf8)
@@ -102,10 +128,28 @@ public enum APNsPayload {
         fields.out.append(contentsOf: alert.out)
     }
 
+    /// The app's placeholder in `aps.alert` (R-ENC-4, R-KIND-3): `title-loc-key` or `title`, then
+    /// `loc-key` or `body`.
+    private static func appendPlaceholder(_ placeholders: AppPlaceholders, to fields: inout Fields) {
+        if let key = placeholders.titleLocKey { fields.string("title-loc-key", key) } else { fields.string("title", placeholders.title) }
+        if let key = placeholders.bodyLocKey { fields.string("loc-key", key) } else { fields.string("body", placeholders.body) }
+    }
+
     /// `badge`, `sound` (or the critical-alert sound dictionary), `thread-id` (R-ENC-4, R-PLAIN-1),
     /// then `interruption-level`, `relevance-score`, `category`, `target-content-id` (R-KIND-2), in
     /// clear inside `aps`.
     private static func appendClearExtras(_ content: NotificationContent, to fields: inout Fields) {
+        appendBadgeAndSound(content, to: &fields)
+        let p = content.presentation
+        if let thread = content.threadId { fields.string("thread-id", thread) }
+        if let level = p.interruptionLevel { fields.string("interruption-level", level.rawValue) }
+        if let score = p.relevanceScore { fields.number("relevance-score", score.description) }
+        if let category = p.category { fields.string("category", category) }
+        if let target = p.targetContentId { fields.string("target-content-id", target) }
+    }
+
+    /// `badge`, then `sound` (the name, or the critical-alert sound dictionary).
+    private static func appendBadgeAndSound(_ content: NotificationContent, to fields: inout Fields) {
         if let badge = content.badge { fields.number("badge", String(badge)) }
         let p = content.presentation
         if let sound = content.sound {
@@ -119,10 +163,5 @@ public enum APNsPayload {
             dict.out.append(0x7d)
             fields.out.append(contentsOf: dict.out)
         }
-        if let thread = content.threadId { fields.string("thread-id", thread) }
-        if let level = p.interruptionLevel { fields.string("interruption-level", level.rawValue) }
-        if let score = p.relevanceScore { fields.number("relevance-score", score.description) }
-        if let category = p.category { fields.string("category", category) }
-        if let target = p.targetContentId { fields.string("target-content-id", target) }
     }
 }

@@ -1,3 +1,5 @@
+import struct Foundation.UUID
+
 /// The pure send-time policy (R-SEND-3..7, R-SEND-11, R-APP-4, R-MODE-2): per device,
 /// `.refuse(error)` or `.send(PlannedDelivery)`.
 ///
@@ -6,7 +8,10 @@
 /// 1. platform served by the provider table, else `UNKNOWN_PLATFORM`; a token-addressed device that
 ///    R-DEV-1 would refuse (token outside its alphabet or length, iOS without `apns_environment`: a
 ///    row written past the registry) → `INVALID_STORED_DEVICE`, never handed to a provider;
-/// 2. key policy: a writer that encrypts by itself (Web Push) always encrypted (R-SEND-11); a key →
+/// 2. key policy: a writer that encrypts by itself (Web Push) always encrypted (R-SEND-11), whatever
+///    the content mode; in `ids_only` (R-IDS-1) every other device gets its writer's `ids_only`
+///    payload, keyed or not, never refused for a missing key and never sealed (a provider without
+///    such a form: `UNKNOWN_PLATFORM`, never the content); otherwise a key →
 ///    encrypted (R-SEND-3); no key and
 ///    `encrypted` (the notification's require_encryption read at send time) → `ENCRYPTION_KEY_MISSING`
 ///    (R-SEND-5); else plaintext (R-SEND-4). A key that is not 65 bytes starting 0x04 or a kid
@@ -29,24 +34,43 @@ public struct DeliveryPlanner: Sendable {
     public let mode: Mode
     /// Platforms whose credential set is `invalid` (live mode only; ignored in test mode, R-MODE-2).
     public let invalidCredentials: Set<Platform>
+    /// The notification's content mode (the app's at send time, R-IDS-1).
+    public let contentMode: ContentMode
 
     let platforms: [Platform: PlatformRules]
     private let prepared: [Platform: any PreparedPayloads]
+    /// Platforms sent `ids_only` payloads (R-IDS-1): the device key is not used.
+    private let idsOnly: Set<Platform>
     private let sealed: [UInt8]
 
     /// Prepares the device-independent bytes for `content`, with each platform's rules (the
     /// provider table's `planning`); a platform without rules is refused `UNKNOWN_PLATFORM`.
+    /// `notificationID` is what an `ids_only` marker carries; nil only to measure (acceptance).
     public init(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
-                mode: Mode, invalidCredentials: Set<Platform> = [], platforms: [Platform: PlatformRules]) {
+                mode: Mode, contentMode: ContentMode = .sealed, notificationID: UUID? = nil,
+                invalidCredentials: Set<Platform> = [], platforms: [Platform: PlatformRules]) {
         self.content = content
         self.placeholders = placeholders
         self.requireEncryption = requireEncryption
         self.mode = mode
+        self.contentMode = contentMode
         self.invalidCredentials = invalidCredentials
         self.platforms = platforms
-        let notification = PreparedNotification(content: content, placeholders: placeholders)
+        let notification = PreparedNotification(content: content, placeholders: placeholders, notificationID: notificationID)
         sealed = notification.sealedPlaintext
-        prepared = platforms.mapValues { $0.writer.prepare(notification) }
+        var prepared: [Platform: any PreparedPayloads] = [:]
+        var idsOnly: Set<Platform> = []
+        for (platform, rules) in platforms {
+            if contentMode == .idsOnly && !rules.writer.encryptsItself {
+                // No ids_only form: left out, so the platform is refused rather than sent the content.
+                prepared[platform] = rules.writer.prepareIDsOnly(notification)
+                idsOnly.insert(platform)
+            } else {
+                prepared[platform] = rules.writer.prepare(notification)
+            }
+        }
+        self.prepared = prepared
+        self.idsOnly = idsOnly
     }
 
     /// The sealed plaintext (R-ENC-3) shared by every encrypted delivery of this notification.
@@ -55,12 +79,15 @@ public struct DeliveryPlanner: Sendable {
     /// Plans one device.
     public func plan(_ device: DeviceSnapshot) -> PlanDecision {
         guard let rules = platforms[device.platform], let payloads = prepared[device.platform] else {
+            if idsOnly.contains(device.platform) {
+                return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) has no ids_only payload"))
+            }
             return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) is not one this release serves"))
         }
         if let problem = Self.storedDeviceProblem(device, addressing: rules.addressing) { return .refuse(problem) }
         let writer = rules.writer
         let key: String?
-        switch keyState(device, writer: writer) {
+        switch keyState(device, writer: writer, idsOnly: idsOnly.contains(device.platform)) {
         case .failure(let error): return .refuse(error)
         case .success(let kid): key = kid
         }
@@ -79,7 +106,8 @@ public struct DeliveryPlanner: Sendable {
     public func sizeCheck(for device: DeviceSnapshot) -> SizeCheck? {
         guard let rules = platforms[device.platform], let payloads = prepared[device.platform],
               Self.storedDeviceProblem(device, addressing: rules.addressing) == nil,
-              case .success(let kid) = keyState(device, writer: rules.writer) else { return nil }
+              case .success(let kid) = keyState(device, writer: rules.writer, idsOnly: idsOnly.contains(device.platform))
+        else { return nil }
         return payloads.payload(token: device.token, kid: kid).check
     }
 
@@ -115,20 +143,26 @@ public struct DeliveryPlanner: Sendable {
         devices.lazy.compactMap { self.sizeCheck(for: $0) }.filter { !$0.fits }.max { $0.bytesToCut < $1.bytesToCut }
     }
 
-    /// R-SEND-3..5, R-SEND-11: whether the policy delivers to a device with (`hasKey`) or without a
-    /// key, for a platform whose writer does or does not encrypt by itself. The planner's key
-    /// policy, without the key's well-formedness.
-    public static func policyDelivers(hasKey: Bool, encryptsItself: Bool, requireEncryption: Bool) -> Bool {
-        hasKey || encryptsItself || !requireEncryption
+    /// R-SEND-3..5, R-SEND-11, R-IDS-1: whether the policy delivers to a device with (`hasKey`) or
+    /// without a key, for a platform whose writer does or does not encrypt by itself, under the
+    /// app's `require_encryption` and content mode (`ids_only` carries no content, so R-SEND-5 does
+    /// not refuse a keyless device). The planner's key policy, without the key's well-formedness.
+    /// At acceptance the same policy is `push_enqueue`'s charge predicate (SQL, its one owner
+    /// there); `PGQueueConformanceTests` holds the two to each other.
+    public static func policyDelivers(hasKey: Bool, encryptsItself: Bool, requireEncryption: Bool,
+                                      contentMode: ContentMode = .sealed) -> Bool {
+        hasKey || encryptsItself || !requireEncryption || contentMode == .idsOnly
     }
 
     // MARK: - Private
 
-    /// The kid to seal to (nil = plaintext, and always nil for a writer that encrypts by itself), or a refusal.
-    private func keyState(_ device: DeviceSnapshot, writer: any PayloadWriter) -> Result<String?, PushError> {
-        if writer.encryptsItself { return .success(nil) }
+    /// The kid to seal to (nil = plaintext, and always nil for a writer that encrypts by itself or
+    /// an `ids_only` payload, which seals nothing), or a refusal.
+    private func keyState(_ device: DeviceSnapshot, writer: any PayloadWriter, idsOnly: Bool) -> Result<String?, PushError> {
+        if writer.encryptsItself || idsOnly { return .success(nil) }
         guard let key = device.publicKey else {
-            if !Self.policyDelivers(hasKey: false, encryptsItself: false, requireEncryption: requireEncryption) {
+            if !Self.policyDelivers(hasKey: false, encryptsItself: false, requireEncryption: requireEncryption,
+                                    contentMode: contentMode) {
                 return .failure(PushError(.encryptionKeyMissing, "the app requires encryption and the device has no key"))
             }
             return .success(nil)

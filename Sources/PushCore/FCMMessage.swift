@@ -1,3 +1,5 @@
+import struct Foundation.UUID
+
 /// One FCM HTTP v1 message (Firebase's "REST Resource: projects.messages"), built byte-exact for
 /// encrypted (R-ENC-5) and plaintext (R-PLAIN-2) deliveries. `requestBody(ttlSeconds:)` gives the whole
 /// POST body: `{"message":{"token":…[,"notification":{…}][,"data":{…}],"android":{"priority":"HIGH",
@@ -67,6 +69,16 @@ public struct FCMMessage: Sendable, Hashable {
     /// Encrypted data-only message (R-ENC-5): `data.hk` = the envelope's compact JSON as a string.
     public static func encrypted(token: String, content: NotificationContent, envelope: Envelope) -> FCMMessage {
         FCMMessage(token: token, data: [DataEntry("hk", String(decoding: envelope.jsonBytes, as: UTF8.self))],
+                   priority: content.priority, collapseKey: content.collapseKey)
+    }
+
+    /// `ids_only` data-only message (R-IDS-1), the same for every device whatever its key:
+    /// `data.pf` = `IDsOnlyMarker.json` as a string, nothing else of the notification; priority and
+    /// collapse key as for any message (R-SEND-10, R-ENC-6). An alert and a background push are
+    /// the same message: the app fetches the content and shows it itself (as for R-ENC-5).
+    public static func idsOnly(token: String, content: NotificationContent, notificationID: UUID) -> FCMMessage {
+        FCMMessage(token: token, data: [DataEntry(IDsOnlyMarker.key, String(decoding: IDsOnlyMarker.json(notificationID: notificationID),
+                                                                         as: UTF8.self))],
                    priority: content.priority, collapseKey: content.collapseKey)
     }
 

@@ -1,3 +1,5 @@
+import struct Foundation.UUID
+
 /// How one provider's payloads are written and measured (R-SEND-7, R-ENC-4..6): the planner asks
 /// the writer of the device's platform, found in the provider table. Writers are pure.
 public protocol PayloadWriter: Sendable {
@@ -8,6 +10,17 @@ public protocol PayloadWriter: Sendable {
 
     /// Prepares what every device of one notification shares (done once per notification).
     func prepare(_ notification: PreparedNotification) -> any PreparedPayloads
+
+    /// The `ids_only` payloads (R-IDS-1) of one notification: nothing of its content, the same for
+    /// every device keyed or not; nil for a provider without such a form (its devices are then
+    /// refused in `ids_only`, never sent the content). Not asked of a writer that `encryptsItself`
+    /// (Web Push keeps the full content, R-IDS-1).
+    func prepareIDsOnly(_ notification: PreparedNotification) -> (any PreparedPayloads)?
+}
+
+extension PayloadWriter {
+    /// No `ids_only` form by default.
+    public func prepareIDsOnly(_ notification: PreparedNotification) -> (any PreparedPayloads)? { nil }
 }
 
 /// What the planner needs of one platform (the provider table's `planning`): its payload writer
@@ -29,12 +42,33 @@ public struct PreparedNotification: Sendable {
     public let placeholders: AppPlaceholders
     /// The sealed plaintext (R-ENC-3), shared by every encrypted delivery.
     public let sealedPlaintext: [UInt8]
+    /// The notification's id, what an `ids_only` marker carries (R-IDS-1); the all-zero id when
+    /// only measuring (acceptance: an `ids_only` payload's size does not depend on the id).
+    public let notificationID: UUID
 
     /// Prepares `content` (computes the sealed plaintext).
-    public init(content: NotificationContent, placeholders: AppPlaceholders) {
+    public init(content: NotificationContent, placeholders: AppPlaceholders, notificationID: UUID? = nil) {
         self.content = content
         self.placeholders = placeholders
         self.sealedPlaintext = SealedPlaintext.bytes(for: content)
+        self.notificationID = notificationID ?? PreparedNotification.measuringID
+    }
+
+    /// The id an `ids_only` payload is measured with when no notification exists yet.
+    public static let measuringID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+}
+
+/// `ids_only` payloads (R-IDS-1): one payload for every device of the notification, its key unused.
+struct IDsOnlyPayloads: PreparedPayloads {
+    let payload: ProviderPayload
+
+    func payload(token: String, kid: String?) -> (check: SizeCheck, body: PlannedDelivery.Body) {
+        var payload = self.payload
+        if case .fcm(var message) = payload {
+            message.token = token
+            payload = .fcm(message)
+        }
+        return (PayloadSizeRule.check(.plaintext, contentLength: payload.ruleSize), .plaintext(payload))
     }
 }
 
@@ -53,6 +87,11 @@ public struct APNsPayloadWriter: PayloadWriter {
     public func prepare(_ n: PreparedNotification) -> any PreparedPayloads {
         Prepared(sealed: n.sealedPlaintext, prefix: APNsPayload.encryptedPrefix(content: n.content, placeholders: n.placeholders),
                  plaintext: APNsPayload.plaintext(content: n.content))
+    }
+
+    public func prepareIDsOnly(_ n: PreparedNotification) -> (any PreparedPayloads)? {
+        IDsOnlyPayloads(payload: .body(APNsPayload.idsOnly(content: n.content, placeholders: n.placeholders,
+                                                           notificationID: n.notificationID)))
     }
 
     struct Prepared: PreparedPayloads {
@@ -79,6 +118,10 @@ public struct FCMPayloadWriter: PayloadWriter {
     public func prepare(_ n: PreparedNotification) -> any PreparedPayloads {
         let plaintext = FCMMessage.plaintext(token: "", content: n.content)
         return Prepared(sealed: n.sealedPlaintext, content: n.content, plaintext: plaintext, ruleSize: plaintext.ruleSize)
+    }
+
+    public func prepareIDsOnly(_ n: PreparedNotification) -> (any PreparedPayloads)? {
+        IDsOnlyPayloads(payload: .fcm(FCMMessage.idsOnly(token: "", content: n.content, notificationID: n.notificationID)))
     }
 
     struct Prepared: PreparedPayloads {

@@ -28,6 +28,9 @@ public struct APINotification: Sendable, Equatable {
     public var status: String
     /// The app's `require_encryption` at the send time; nil before it.
     public var encrypted: Bool?
+    /// The app's content mode at the send time (R-IDS-1); nil before it (and for a notification a
+    /// previous release started: sent sealed).
+    public var contentMode: ContentMode?
     /// Deliveries that net one charge (R-SEND-9).
     public var deviceCount: Int
     /// Why it failed, when it did.
@@ -163,7 +166,8 @@ public final class APIReadStore {
 
     static func notification(_ r: PGResult, _ i: Int) throws -> APINotification {
         var n = APINotification(id: try r.uuid(i, "id"), appID: try r.uuid(i, "app_id"), status: try r.string(i, "status"),
-                                encrypted: try r.decode(i, "encrypted"), deviceCount: try r.int(i, "device_count"),
+                                encrypted: try r.decode(i, "encrypted"), contentMode: try r.decode(i, "content_mode"),
+                                deviceCount: try r.int(i, "device_count"),
                                 errorCode: try r.decode(i, "error_code"), sendAt: try r.decode(i, "send_at"),
                                 acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
                                 deliveries: nil, sms: try SMSStore.report(r, i))

@@ -23,6 +23,9 @@ public struct PushApp: Sendable, Codable, Equatable {
     public var createdAt: Date
     /// When its fields last changed.
     public var updatedAt: Date
+    /// `content_mode` (R-IDS-1, sql/0019): what its iOS and Android pushes carry, read at each
+    /// notification's send time.
+    public var contentMode: ContentMode = .sealed
 }
 
 /// An app's preview settings (issue 24 parts 4 and 5) as a create or update gives them; nil leaves
@@ -51,14 +54,15 @@ public final class AppStore {
 
     /// Creates an app through `push_app_create` (sql/0008); nil arguments take the defaults of R-APP-1
     /// (no placeholder loc keys). `accountID` owns it (R-API-1); nil: the default account (sql/0008).
-    /// Placeholder loc keys (R-KIND-3) are set by `push_app_update` in the same transaction
-    /// (sql/0011 leaves `push_app_create` as it is).
+    /// Placeholder loc keys (R-KIND-3) and the content mode (R-IDS-1) are set by `push_app_update`
+    /// in the same transaction (sql/0011 and sql/0019 leave `push_app_create` as it is).
     /// - Throws: `PushError` `VALIDATION_ERROR` naming the field out of its bounds (R-LIM-1),
     ///   `NOT_FOUND` for an unknown account; `PGError` on database failure.
     public func appCreate(name: String, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, placeholderTitleLocKey: String? = nil,
                           placeholderBodyLocKey: String? = nil, accountID: UUID? = nil,
-                          preview: AppPreviewSettings = AppPreviewSettings()) throws -> PushApp {
+                          preview: AppPreviewSettings = AppPreviewSettings(),
+                          contentMode: ContentMode? = nil) throws -> PushApp {
         func create(_ c: PGConnection) throws -> PushApp {
             try Self.decode(c.exec(RegistryQueries.appCreate, [
                 .text(name), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
@@ -70,10 +74,10 @@ public final class AppStore {
         return try StoreErrors.mapped {
             try connection.transaction { c in
                 let app = try create(c)
-                if placeholderTitleLocKey != nil || placeholderBodyLocKey != nil {
+                if placeholderTitleLocKey != nil || placeholderBodyLocKey != nil || contentMode != nil {
                     _ = try c.exec(RegistryQueries.appUpdate, [
                         .uuid(app.id), nil, nil, nil, nil, placeholderTitleLocKey.map(PGValue.text),
-                        placeholderBodyLocKey.map(PGValue.text),
+                        placeholderBodyLocKey.map(PGValue.text), contentMode.map { PGValue.text($0.rawValue) },
                     ])
                 }
                 return try Self.setPreview(c, id: app.id, preview) ?? app
@@ -81,11 +85,11 @@ public final class AppStore {
         }
     }
 
-    /// The app's `require_encryption`, its row locked until the transaction ends; nil for an
-    /// unknown or deleted app (primary key).
-    public func lockedRequireEncryption(id: UUID) throws -> Bool? {
+    /// The app's `require_encryption` and `content_mode`, its row locked until the transaction
+    /// ends; nil for an unknown or deleted app (primary key).
+    public func lockedPolicy(id: UUID) throws -> (requireEncryption: Bool, contentMode: ContentMode)? {
         let r = try connection.exec(RegistryQueries.appLockPolicy, [.uuid(id)])
-        return r.rowCount == 0 ? nil : try r.bool(0, "require_encryption")
+        return r.rowCount == 0 ? nil : (try r.bool(0, "require_encryption"), try r.decode(0, "content_mode"))
     }
 
     /// Updates the given fields through `push_app_update` (sql/0011); nil leaves a field unchanged, an
@@ -97,12 +101,13 @@ public final class AppStore {
     public func appUpdate(id: UUID, requireEncryption: Bool? = nil, placeholderTitle: String? = nil,
                           placeholderBody: String? = nil, name: String? = nil, placeholderTitleLocKey: String? = nil,
                           placeholderBodyLocKey: String? = nil,
-                          preview: AppPreviewSettings = AppPreviewSettings()) throws -> PushApp? {
+                          preview: AppPreviewSettings = AppPreviewSettings(),
+                          contentMode: ContentMode? = nil) throws -> PushApp? {
         func update(_ c: PGConnection) throws -> PushApp? {
             _ = try Self.decode(c.exec(RegistryQueries.appUpdate, [
                 .uuid(id), requireEncryption.map(PGValue.bool), placeholderTitle.map(PGValue.text),
                 placeholderBody.map(PGValue.text), name.map(PGValue.text), placeholderTitleLocKey.map(PGValue.text),
-                placeholderBodyLocKey.map(PGValue.text),
+                placeholderBodyLocKey.map(PGValue.text), contentMode.map { PGValue.text($0.rawValue) },
             ]), 0)
             return try Self.setPreview(c, id: id, preview)
         }
@@ -137,12 +142,13 @@ public final class AppStore {
         try connection.exec(RegistryQueries.appDelete, [.uuid(id)]).affectedRowCount == 1
     }
 
-    /// The app of row `i`; the loc keys only where the result has them (`push_app_create` has not:
-    /// a new app has none). Reads the columns of `RegistryQueries.appUpdateColumns` (or
+    /// The app of row `i`; the loc keys and content mode only where the result has them
+    /// (`push_app_create` has not: a new app has none, and is `sealed`). Reads the columns of `RegistryQueries.appUpdateColumns` (or
     /// `appColumns`); `APIReadStore` decodes its app rows with it too.
     static func decode(_ r: PGResult, _ i: Int) throws -> PushApp {
         let locKeys = (try? r.columnIndex(named: "placeholder_title_loc_key")) != nil
         let preview = (try? r.columnIndex(named: "confirm_deliveries")) != nil
+        let contentMode = (try? r.columnIndex(named: "content_mode")) != nil
         var app = PushApp(id: try r.uuid(i, "id"), name: try r.string(i, "name"),
                 requireEncryption: try r.bool(i, "require_encryption"),
                 placeholderTitle: try r.string(i, "placeholder_title"),
@@ -150,7 +156,8 @@ public final class AppStore {
                 placeholderTitleLocKey: locKeys ? try r.decode(i, "placeholder_title_loc_key") : nil,
                 placeholderBodyLocKey: locKeys ? try r.decode(i, "placeholder_body_loc_key") : nil,
                 deleted: try r.bool(i, "deleted"),
-                createdAt: try r.date(i, "created_at"), updatedAt: try r.date(i, "updated_at"))
+                createdAt: try r.date(i, "created_at"), updatedAt: try r.date(i, "updated_at"),
+                contentMode: contentMode ? try r.decode(i, "content_mode") : .sealed)
         if preview {
             app.confirmDeliveries = try r.bool(i, "confirm_deliveries")
             app.previewWindowSeconds = try r.int(i, "preview_window_seconds")

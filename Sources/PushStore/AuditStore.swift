@@ -38,6 +38,8 @@ public struct AuditStore {
         case credentialsRemoved = "credentials.removed"
         /// `require_encryption` changed value.
         case requireEncryptionChanged = "app.require_encryption_changed"
+        /// `content_mode` changed value (R-IDS-1).
+        case contentModeChanged = "app.content_mode_changed"
     }
 
     /// Who acts when the caller names nobody (a library call outside the CLI and the API).

@@ -1,5 +1,6 @@
 import Foundation
 import PushCrypto
+import PushCore
 
 /// What the API accepts for one notification (R-SEND-1); see `push_enqueue` in sql/0002.
 public struct EnqueueRequest: Sendable {
@@ -101,6 +102,9 @@ public struct NotificationReport: Sendable, Codable {
     public var mode: String
     public var status: String
     public var encrypted: Bool?
+    /// The content mode its send time read (R-IDS-1); nil before, or when a previous release
+    /// started it (sent sealed).
+    public var contentMode: ContentMode?
     public var deviceCount: Int
     public var errorCode: String?
     public var sendAt: Date?
@@ -126,6 +130,7 @@ public struct NotificationReport: Sendable, Codable {
         try c.encode(mode, forKey: .mode)
         try c.encode(status, forKey: .status)
         try c.encode(encrypted, forKey: .encrypted)
+        try c.encode(contentMode, forKey: .contentMode)
         try c.encode(deviceCount, forKey: .deviceCount)
         try c.encode(errorCode, forKey: .errorCode)
         try c.encode(sendAt, forKey: .sendAt)
@@ -207,7 +212,8 @@ public final class NotificationStore {
                           placeholderBody: try r.string(0, "placeholder_body"),
                           placeholderTitleLocKey: try r.decode(0, "placeholder_title_loc_key"),
                           placeholderBodyLocKey: try r.decode(0, "placeholder_body_loc_key"), deleted: try r.bool(0, "deleted"),
-                          createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"))
+                          createdAt: try r.date(0, "created_at"), updatedAt: try r.date(0, "updated_at"),
+                          contentMode: try r.decode(0, "content_mode"))
         var audience: [AudienceDevice] = []
         for i in r.rows where try !r.isNull(i, "id") {
             audience.append(AudienceDevice(id: try r.uuid(i, "id"), platform: try r.string(i, "platform"),
@@ -274,7 +280,7 @@ public final class NotificationStore {
         var report = NotificationReport(
             id: try n.uuid(0, "id"), appID: try n.uuid(0, "app_id"), mode: try n.string(0, "mode"),
             status: try n.string(0, "status"), encrypted: try n.decode(0, "encrypted"),
-            deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
+            contentMode: try n.decode(0, "content_mode"), deviceCount: try n.int(0, "device_count"), errorCode: try n.decode(0, "error_code"),
             sendAt: try n.decode(0, "send_at"), acceptedAt: try n.date(0, "accepted_at"),
             startedAt: try n.decode(0, "started_at"), finishedAt: try n.decode(0, "finished_at"),
             deliveries: deliveries, ledger: ledger, sms: try SMSStore(connection: connection).report(notificationID: id))

@@ -26,7 +26,8 @@ extension PGQueueStore {
                     let inline: [UUID]? = try r.isNull(i, "inline_device_ids") ? nil
                         : try PGArrayText.uuids(r.string(i, "inline_device_ids"))
                     out[id] = .started(NotificationStart(inlineDeviceIDs: inline, batchJobs: try r.int(i, "batch_jobs"),
-                                                         gone: try r.int(i, "gone"), encrypted: try r.bool(i, "encrypted")))
+                                                         gone: try r.int(i, "gone"), encrypted: try r.bool(i, "encrypted"),
+                                                         contentMode: try r.decode(i, "content_mode")))
                 case let other:
                     throw PGError(code: .decode, message: "push_start_notifications answered outcome \(other.prefix(20))")
                 }

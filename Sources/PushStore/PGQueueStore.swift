@@ -83,7 +83,7 @@ public final class PGQueueStore: QueueStore {
             priority: try r.decode(i, k.priority), ttlSeconds: try r.int(i, k.ttlSeconds),
             acceptedAt: try r.date(i, k.acceptedAt), sendAt: try r.decode(i, k.sendAt),
             expiresAt: try r.date(i, k.expiresAt), encrypted: try r.decode(i, k.encrypted),
-            hasSMSFallback: try r.bool(i, k.hasSms), kindFields: try k.kinds.fields(r, i))
+            contentMode: try r.decode(i, k.contentMode), hasSMSFallback: try r.bool(i, k.hasSms), kindFields: try k.kinds.fields(r, i))
         let app = AppPolicyRow(requireEncryption: try r.bool(i, k.requireEncryption),
                                placeholderTitle: try r.string(i, k.placeholderTitle),
                                placeholderBody: try r.string(i, k.placeholderBody),

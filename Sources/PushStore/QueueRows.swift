@@ -78,6 +78,9 @@ public struct NotificationRow: Sendable {
     public var expiresAt: Date
     /// `require_encryption` as read at send time (R-SEND-2); nil before the send time.
     public var encrypted: Bool?
+    /// The app's content mode as read at send time (R-IDS-1); nil before the send time, and on a
+    /// row a previous release started (it was sent `sealed`).
+    public var contentMode: ContentMode?
     public var hasSMSFallback: Bool
     /// Push type, iOS presentation, loc texts, Android channel (sql/0011).
     public var kindFields: NotificationKindFields
@@ -86,8 +89,8 @@ public struct NotificationRow: Sendable {
     public init(id: UUID, appID: UUID, mode: Mode, status: NotificationState, title: String? = nil, body: String? = nil,
                 data: String? = nil, badge: Int? = nil, sound: String? = nil, threadID: String? = nil,
                 collapseKey: String? = nil, priority: Priority = .high, ttlSeconds: Int, acceptedAt: Date,
-                sendAt: Date? = nil, expiresAt: Date, encrypted: Bool? = nil, hasSMSFallback: Bool = false,
-                kindFields: NotificationKindFields = NotificationKindFields()) {
+                sendAt: Date? = nil, expiresAt: Date, encrypted: Bool? = nil, contentMode: ContentMode? = nil,
+                hasSMSFallback: Bool = false, kindFields: NotificationKindFields = NotificationKindFields()) {
         self.id = id
         self.appID = appID
         self.mode = mode
@@ -105,6 +108,7 @@ public struct NotificationRow: Sendable {
         self.sendAt = sendAt
         self.expiresAt = expiresAt
         self.encrypted = encrypted
+        self.contentMode = contentMode
         self.hasSMSFallback = hasSMSFallback
         self.kindFields = kindFields
     }
@@ -144,13 +148,16 @@ public struct NotificationStart: Sendable, Equatable {
     public var gone: Int
     /// `require_encryption` as read now, written on the notification (R-SEND-2).
     public var encrypted: Bool
+    /// The app's content mode as read now, written on the notification (R-IDS-1).
+    public var contentMode: ContentMode
 
     /// Makes a value.
-    public init(inlineDeviceIDs: [UUID]?, batchJobs: Int, gone: Int, encrypted: Bool) {
+    public init(inlineDeviceIDs: [UUID]?, batchJobs: Int, gone: Int, encrypted: Bool, contentMode: ContentMode = .sealed) {
         self.inlineDeviceIDs = inlineDeviceIDs
         self.batchJobs = batchJobs
         self.gone = gone
         self.encrypted = encrypted
+        self.contentMode = contentMode
     }
 }
 

@@ -105,6 +105,9 @@ public final class BatchProcessor {
                                                                         titleLocKey: input.job.app.placeholderTitleLocKey,
                                                                         bodyLocKey: input.job.app.placeholderBodyLocKey),
                                           requireEncryption: input.encrypted, mode: mode,
+                                          // Written at the send time (R-IDS-1); nil: started by a
+                                          // previous release, which sent it sealed.
+                                          contentMode: n.contentMode ?? .sealed, notificationID: n.id,
                                           invalidCredentials: states.unusable, platforms: planning)
             let expiry = Expiry(expiresAt: n.expiresAt, ttlSeconds: n.ttlSeconds)
             for d in devices {

@@ -10,7 +10,8 @@ public final class ReadinessGate {
     /// (`push_enqueue` and its measures restated for cost, same answers);
     /// sql/0020_preview_and_receipts the preview tokens, revocation, the preview window and
     /// confirmed deliveries of the preview routes (R-IDS-2..4);
-    /// sql/0018_whole_app_audiences whole-app audiences (`push_split_audience`, the 'split' job
+    /// sql/0019_content_mode the content mode of R-IDS-1 that the send-time start writes and the
+    /// claim reads; sql/0018_whole_app_audiences whole-app audiences (`push_split_audience`, the 'split' job
     /// kind, push_enqueue's audience; issue 22);
     /// sql/0017_database_cost_second_pass the record leaving a last batch's counter to
     /// push_finalize_notifications, which this build runs in the same transaction;
@@ -31,7 +32,7 @@ public final class ReadinessGate {
     /// `ReadinessTests` holds it to the directory). All must be recorded, not only the highest: a
     /// branch's migration can land after higher ones (0008 and 0010 after 0011), and a database
     /// migrated by an earlier main records 0011 without them.
-    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 21]
+    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {

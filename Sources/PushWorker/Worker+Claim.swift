@@ -93,6 +93,7 @@ extension Worker {
                 job.kind = .batch
                 job.deviceIDs = inline
                 job.notification.encrypted = s.encrypted
+                job.notification.contentMode = s.contentMode
                 job.notification.status = .sending
                 inputs.append((job, s.encrypted, inline))
             }

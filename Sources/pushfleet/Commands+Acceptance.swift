@@ -21,7 +21,8 @@ extension Commands {
                 name: try args.required("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account"))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), accountID: try args.uuid("account"),
+                contentMode: args.value("content-mode"))
             let preview = try previewSettings(args)
             create.confirmDeliveries = preview.confirmDeliveries
             create.previewWindowSeconds = preview.windowSeconds
@@ -32,7 +33,7 @@ extension Commands {
                 name: args.value("name"), requireEncryption: try args.bool("require-encryption"),
                 placeholderTitle: args.value("placeholder-title"), placeholderBody: args.value("placeholder-body"),
                 placeholderTitleLocKey: args.value("placeholder-title-loc-key"),
-                placeholderBodyLocKey: args.value("placeholder-body-loc-key"))
+                placeholderBodyLocKey: args.value("placeholder-body-loc-key"), contentMode: args.value("content-mode"))
             update.actor = AuditStore.cliActor()
             let preview = try previewSettings(args)
             update.confirmDeliveries = preview.confirmDeliveries
@@ -50,7 +51,7 @@ extension Commands {
         }
         guard let app else { throw PushError(.notFound, "no such push app") }
         out.emit(app) {
-            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")  confirm_deliveries=\(app.confirmDeliveries)  preview_window=\(app.previewWindowSeconds)s\(app.deleted ? "  (deleted)" : "")"
+            "app \(PrefixedID.format(.app, app.id))  name=\(app.name)  require_encryption=\(app.requireEncryption)  content_mode=\(app.contentMode.rawValue)  placeholder_title=\"\(app.placeholderTitle)\"\(app.placeholderTitleLocKey.map { "  placeholder_title_loc_key=\($0)" } ?? "")\(app.placeholderBodyLocKey.map { "  placeholder_body_loc_key=\($0)" } ?? "")  confirm_deliveries=\(app.confirmDeliveries)  preview_window=\(app.previewWindowSeconds)s\(app.deleted ? "  (deleted)" : "")"
         }
     }
 

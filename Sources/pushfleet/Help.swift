@@ -8,7 +8,7 @@ enum Help {
     Commands:
       migrate                        apply sql/ migrations (idempotent, safe from several replicas at once)
       worker                         run a worker until SIGTERM/SIGINT (graceful drain)
-      apps create|update|show|delete push apps: require_encryption, placeholders
+      apps create|update|show|delete push apps: require_encryption, content mode, placeholders
       devices register|delete|list   the device registry (R-DEV-1..8)
       send                           accept a notification (exact 4096-byte check, then push_enqueue)
       notifications show|cancel|revoke ID   a notification, its deliveries and ledger; cancel a scheduled one; revoke its previews
@@ -83,11 +83,13 @@ enum Help {
 
     static let apps = """
     Usage: pushfleet apps create --name NAME [--account ACCOUNT] [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
-                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]
+                                [--placeholder-title-loc-key K] [--placeholder-body-loc-key K] [--content-mode sealed|ids_only]
                                 [--confirm-deliveries true|false] [--preview-window SECONDS]
            pushfleet apps update ID [--require-encryption true|false] [--placeholder-title T] [--placeholder-body B]
                                 [--placeholder-title-loc-key K] [--placeholder-body-loc-key K]   ('' removes a loc key)
-                                [--confirm-deliveries true|false] [--preview-window SECONDS]
+                                [--content-mode sealed|ids_only] [--confirm-deliveries true|false] [--preview-window SECONDS]
+      --content-mode: sealed (default) seals the content per device; ids_only sends iOS and Android
+      only the notification id and the placeholder, the app fetching the content (docs/content-modes.md)
            pushfleet apps show ID | pushfleet apps delete ID
       --confirm-deliveries: a device's first preview fetch or receipt marks its delivery confirmed (R-IDS-4);
       --preview-window: how long an ids_only notification's content stays for the device's fetch after its

@@ -6,7 +6,7 @@ import PushStore
 enum Report {
     static func text(_ r: NotificationReport) -> String {
         var lines: [String] = []
-        lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  device_count=\(r.deviceCount)  confirmed_count=\(r.confirmedCount)  error_code=\(r.errorCode ?? "-")")
+        lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  content_mode=\(r.contentMode?.rawValue ?? "-")  device_count=\(r.deviceCount)  confirmed_count=\(r.confirmedCount)  error_code=\(r.errorCode ?? "-")")
         if r.revokedAt != nil || !r.revokedUserIDs.isEmpty {
             lines.append("  revoked \(r.revokedAt.map { iso($0) } ?? "for \(r.revokedUserIDs.count) user(s)")")
         }

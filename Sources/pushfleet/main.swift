@@ -52,7 +52,7 @@ do {
         "migrate": ["sql-dir"],
         "worker": ["claim-limit", "batch-size", "lease-seconds", "poll-interval", "until-drained", "metrics-addr", "split-chunk", "split-pending"],
         "apps": ["account", "name", "require-encryption", "placeholder-title", "placeholder-body", "placeholder-title-loc-key",
-                 "placeholder-body-loc-key", "app", "kind", "team-id", "key-id",
+                 "placeholder-body-loc-key", "content-mode", "app", "kind", "team-id", "key-id",
                  "topic", "p8-file", "service-account-file", "apns-base-url-production", "apns-base-url-sandbox",
                  "fcm-base-url", "fcm-token-uri", "subject", "account-sid", "api-key-sid", "auth-token-file",
                  "api-key-secret-file", "from", "messaging-service-sid", "twilio-base-url"],

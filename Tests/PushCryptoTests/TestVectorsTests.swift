@@ -10,6 +10,7 @@ final class TestVectorsTests: XCTestCase {
     static let published: [TestVectors.File: String] = [
         .honkioPushV2: "983ba390f695a94fc52dfbcdf4f8afdb32630920294d9190f0d1cc268e156a81",
         .hpkeRFC9180P256: "5f04ad46c0329744026d5e63f1592cc276876aef663c44ad59b32ef150d2a22f",
+        .pushfleetIDsOnlyV1: "c8a1b7471277553ebd002c7307bdf674915221bc089603e1a7c77e384f95e041",
     ]
 
     func testEachVectorFileIsByteForByteThePublishedOne() throws {

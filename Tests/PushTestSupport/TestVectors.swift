@@ -11,6 +11,8 @@ public enum TestVectors {
         case honkioPushV2 = "honkio_push_v2.json"
         /// RFC 9180 Appendix A entry for mode 0, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM.
         case hpkeRFC9180P256 = "hpke_rfc9180_p256_sha256_aes128gcm.json"
+        /// pushfleet's own: the exact `ids_only` APNs and FCM bodies of a few notifications (R-IDS-1).
+        case pushfleetIDsOnlyV1 = "pushfleet_ids_only_v1.json"
     }
 
     /// A vector file that is not where it must be: names the path and how to restore it.

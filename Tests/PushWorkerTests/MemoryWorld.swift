@@ -20,6 +20,14 @@ final class MemoryWorld: TestWorld {
         guard queue.appUpdate(id: app, requireEncryption: requireEncryption) else { throw PushError(.notFound, "no app") }
     }
 
+    func updateApp(_ app: UUID, contentMode: ContentMode) throws {
+        guard queue.appUpdate(id: app, contentMode: contentMode) else { throw PushError(.notFound, "no app") }
+    }
+
+    func contentMode(notification: UUID) throws -> ContentMode? {
+        queue.notifications[notification]?.row.contentMode
+    }
+
     func deleteApp(_ app: UUID) throws {
         guard queue.appDelete(id: app) else { throw PushError(.notFound, "no app") }
     }

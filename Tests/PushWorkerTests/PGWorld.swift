@@ -37,6 +37,17 @@ final class PGWorld: TestWorld {
         }
     }
 
+    func updateApp(_ app: UUID, contentMode: ContentMode) throws {
+        guard try AppStore(connection: conn).appUpdate(id: app, contentMode: contentMode) != nil else {
+            throw PushError(.notFound, "no app")
+        }
+    }
+
+    func contentMode(notification: UUID) throws -> ContentMode? {
+        let r = try conn.exec("SELECT content_mode FROM push_notifications WHERE id = $1::uuid", [.uuid(notification)])
+        return try r.decode(0, "content_mode")
+    }
+
     func deleteApp(_ app: UUID) throws {
         guard try AppStore(connection: conn).appDelete(id: app) else { throw PushError(.notFound, "no app") }
     }

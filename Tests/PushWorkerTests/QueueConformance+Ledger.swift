@@ -77,13 +77,15 @@ extension WorkerTestCase {
 
     /// R-SEND-9 at acceptance: the store charges exactly the devices PushCore's policy delivers to
     /// (`DeliveryPlanner.policyDelivers`, with each platform's writer saying whether it encrypts by
-    /// itself), for ios/android x key/no key and web, under require_encryption off and on. The one
+    /// itself), for ios/android x key/no key and web, under require_encryption off and on, in each
+    /// content mode (R-IDS-1: an ids_only app's keyless devices are charged). The one
     /// rule SQL keeps (push_enqueue charges in the transaction that stores the notification, README
     /// "The boundary between the worker and the store") is held here to the core's copy: a change
     /// to either one alone fails this scenario on PostgreSQL.
     func conformAcceptanceChargesAreTheDevicesTheCorePolicyDeliversTo() throws {
-        for requireEncryption in [false, true] {
+        for (requireEncryption, contentMode) in [(false, ContentMode.sealed), (true, .sealed), (false, .idsOnly), (true, .idsOnly)] {
             let app = try createApp(requireEncryption: requireEncryption)
+            try world.updateApp(app, contentMode: contentMode)
             var devices: [(label: String, id: UUID, platform: String, keyed: Bool)] = []
             for platform in ["ios", "android"] {
                 for keyed in [true, false] {
@@ -98,13 +100,13 @@ extension WorkerTestCase {
             for d in devices {
                 let writer = try XCTUnwrap(ProviderTable.standard.provider(for: Platform(rawValue: d.platform))?.payload)
                 let delivers = DeliveryPlanner.policyDelivers(hasKey: d.keyed, encryptsItself: writer.encryptsItself,
-                                                              requireEncryption: requireEncryption)
-                let label = "\(d.label), require_encryption \(requireEncryption)"
+                                                              requireEncryption: requireEncryption, contentMode: contentMode)
+                let label = "\(d.label), require_encryption \(requireEncryption), \(contentMode)"
                 XCTAssertEqual(ledger[d.id]?.charges ?? 0, delivers ? 1 : 0, "acceptance charge for \(label)")
                 XCTAssertEqual(ledger[d.id]?.refunds ?? 0, 0, label)
                 if delivers { charged += 1 }
             }
-            XCTAssertEqual(charged, requireEncryption ? 3 : 5, "the matrix covers both answers of the policy")
+            XCTAssertEqual(charged, requireEncryption && contentMode == .sealed ? 3 : 5, "the matrix covers both answers of the policy")
         }
     }
 

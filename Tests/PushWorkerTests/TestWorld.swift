@@ -20,6 +20,10 @@ protocol TestWorld: AnyObject {
     func createApp(requireEncryption: Bool, name: String) throws -> UUID
     func updateApp(_ app: UUID, requireEncryption: Bool) throws
     func deleteApp(_ app: UUID) throws
+    /// Sets the app's content mode (R-IDS-1).
+    func updateApp(_ app: UUID, contentMode: ContentMode) throws
+    /// The notification's `content_mode` as its send time wrote it (nil before).
+    func contentMode(notification: UUID) throws -> ContentMode?
     func register(_ app: UUID, _ r: DeviceRegistration, appLimit: Int64?) throws -> UUID
     func enqueue(_ q: EnqueueRequest) throws -> (id: UUID, created: Bool)
 

@@ -1,3 +1,7 @@
+-- push_enqueue (sql/0019, after sql/0018): an ids_only app (R-IDS-1) is charged at acceptance for
+-- its keyless devices too (nothing of the content leaves, so R-SEND-5 does not refuse them), and its
+-- content is bounded by R-LIM-1 alone (its iOS and Android payloads never carry it: the floor below
+-- is a sealed app's). sql/0021 (issue 17) plans it generically.
 -- push_enqueue (sql/0018, issue 22), restated whole with a whole-app audience: p_audience 'all'
 -- addresses every active device of the app in its mode (optionally only those of
 -- p_audience_platforms) instead of p_user_ids, which must then be NULL or empty and is stored as
@@ -104,7 +108,7 @@ BEGIN
         PERFORM push_refuse('data', 'must be a JSON object');
     END IF;
     v_floor := v_floor + push_loc_text_bytes(p_title_loc_key, v_title_loc_args, p_body_loc_key, v_body_loc_args);
-    IF v_floor > 4096 THEN
+    IF v_floor > 4096 AND v_app.content_mode = 'sealed' THEN
         RAISE EXCEPTION 'PUSH_PAYLOAD_TOO_LARGE: content is at least % bytes in every payload kind and can never fit in 4096; cut at least % bytes',
             v_floor, v_floor - 4096;
     END IF;
@@ -207,14 +211,16 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Acceptance charges (R-SEND-9): what the policy would deliver to now (push_devices_audience_idx).
+    -- Acceptance charges (R-SEND-9, R-IDS-1): what the policy would deliver to now
+    -- (push_devices_audience_idx); PushCore's DeliveryPlanner.policyDelivers at send time.
     -- A whole-app audience is charged at send time instead, batch by batch (push_split_audience, R-KIND-5).
     INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
     SELECT v_id, d.id, 'charge', p_app_id, p_mode, 'accepted'
       FROM push_devices d
      WHERE p_audience IS NULL AND d.app_id = p_app_id AND d.mode = p_mode AND d.active AND d.user_id = ANY (p_user_ids)
        AND (p_device_ids IS NULL OR d.id = ANY (p_device_ids))
-       AND (d.public_key IS NOT NULL OR d.platform = 'web' OR NOT v_app.require_encryption);
+       AND (d.public_key IS NOT NULL OR d.platform = 'web' OR NOT v_app.require_encryption
+            OR v_app.content_mode = 'ids_only');
 
     INSERT INTO push_jobs (kind, notification_id, app_id, run_at)
     VALUES ('notification', v_id, p_app_id, greatest(p_now, coalesce(p_send_at, p_now)));

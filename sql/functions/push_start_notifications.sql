@@ -3,7 +3,8 @@
 --   outcome 'lease_lost' when the lease no longer holds (nothing written for that job);
 --   outcome 'not_pending' (with the notification's status) when it already started or ended;
 --   outcome 'started': require_encryption read once and written as the notification's
---   `encrypted`; the audience resolved (R-SEND-1); charged devices no longer targeted get a
+--   `encrypted`, and the app's content_mode as its `content_mode` (R-IDS-1, sql/0019), both
+--   answered; the audience resolved (R-SEND-1); charged devices no longer targeted get a
 --   DEVICE_GONE delivery row and the ledger row p_gone_ledger names ('refund', or 'none'), which
 --   is PushCore's LedgerRule for a charged DEVICE_GONE, passed by the worker: this function decides
 --   who is gone (in the transaction that resolves the audience, R-SEND-2) and writes what it is
@@ -23,7 +24,7 @@
 CREATE OR REPLACE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_tokens uuid[], p_batch_size int,
                                          p_gone_ledger text, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, status text, inline_device_ids uuid[], batch_jobs int, gone int,
-               encrypted boolean)
+               encrypted boolean, content_mode text)
 LANGUAGE plpgsql AS $$
 BEGIN
     IF p_gone_ledger IS NULL OR p_gone_ledger NOT IN ('none', 'refund') THEN
@@ -48,6 +49,7 @@ BEGIN
                n.id AS notification_id, n.status AS n_status, n.app_id, n.mode,
                n.user_ids, n.device_ids, n.audience IS NOT NULL AS broadcast, j.priority,
                coalesce(a.require_encryption, false) AS require_encryption,
+               coalesce(a.content_mode, 'sealed') AS content_mode,
                a.deleted_at IS NOT NULL AS app_deleted,
                row_number() OVER (PARTITION BY n.id ORDER BY i.ord) AS nth
           FROM input i
@@ -114,7 +116,7 @@ BEGIN
           FROM (SELECT 1 FROM split UNION ALL SELECT 1 FROM started WHERE broadcast LIMIT 1) x
     ), marked AS (
         UPDATE push_notifications n
-           SET status = 'sending', encrypted = s.require_encryption, started_at = p_now,
+           SET status = 'sending', encrypted = s.require_encryption, content_mode = s.content_mode, started_at = p_now,
                remaining_batches = CASE WHEN s.broadcast THEN 1 WHEN cardinality(s.targets) = 0 THEN 0
                                         ELSE (cardinality(s.targets) - 1) / p_batch_size + 1 END
           FROM started s WHERE n.id = s.notification_id
@@ -133,7 +135,8 @@ BEGIN
                 ELSE (cardinality(st.targets) - 1) / p_batch_size + 1 END::int,
            CASE WHEN st.id IS NOT NULL THEN
                 (SELECT count(*) FROM delivered d WHERE d.notification_id = st.notification_id)::int END,
-           CASE WHEN st.id IS NOT NULL THEN st.require_encryption END
+           CASE WHEN st.id IS NOT NULL THEN st.require_encryption END,
+           CASE WHEN st.id IS NOT NULL THEN st.content_mode END
       FROM seen s
       LEFT JOIN started st ON st.id = s.id
       CROSS JOIN counts

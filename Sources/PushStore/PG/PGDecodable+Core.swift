@@ -15,3 +15,4 @@ extension DeliveryStatus: PGDecodable {}
 extension Mode: PGDecodable {}
 extension Priority: PGDecodable {}
 extension APNsEnvironment: PGDecodable {}
+extension ContentMode: PGDecodable {}

@@ -34,7 +34,7 @@ enum APIQueries {
     static let appColumns = """
     a.id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body, a.placeholder_title_loc_key, \
     a.placeholder_body_loc_key, a.confirm_deliveries, a.preview_window_seconds, a.deleted_at IS NOT NULL AS deleted, \
-    a.created_at, a.updated_at
+    a.created_at, a.updated_at, a.content_mode
     """
 
     static let appGet = """
@@ -51,8 +51,8 @@ enum APIQueries {
     """
 
     static let notificationColumns = """
-    n.id, n.app_id, n.status, n.encrypted, n.device_count, n.error_code, n.send_at, n.accepted_at, n.finished_at, \
-    n.revoked_at IS NOT NULL AS revoked
+    n.id, n.app_id, n.status, n.encrypted, n.content_mode, n.device_count, n.error_code, n.send_at, n.accepted_at, \
+    n.finished_at, n.revoked_at IS NOT NULL AS revoked
     """
 
     /// A delivery's columns as `APIReadStore.notificationWithDeliveries` reads them, from `push_deliveries v`.

@@ -57,7 +57,8 @@ enum JobQueries {
            CASE WHEN x.problem IS NULL THEN n.data END AS data, n.badge,
            CASE WHEN x.problem IS NULL THEN n.sound END AS sound, CASE WHEN x.problem IS NULL THEN n.thread_id END AS thread_id,
            CASE WHEN x.problem IS NULL THEN n.collapse_key END AS collapse_key,
-           n.priority, n.ttl_seconds, n.accepted_at, n.send_at, n.expires_at, n.encrypted, n.sms_phone IS NOT NULL AS has_sms,
+           n.priority, n.ttl_seconds, n.accepted_at, n.send_at, n.expires_at, n.encrypted, n.content_mode,
+           n.sms_phone IS NOT NULL AS has_sms,
            a.require_encryption, CASE WHEN x.problem IS NULL THEN a.placeholder_title END AS placeholder_title,
            CASE WHEN x.problem IS NULL THEN a.placeholder_body END AS placeholder_body, a.deleted_at IS NOT NULL AS app_deleted,
            \(claimKindColumns)
@@ -113,7 +114,7 @@ enum JobQueries {
     /// tokens, `$3` batch size, `$4` the ledger row of a charged DEVICE_GONE), one answer per job
     /// (see sql/functions/push_start_notifications.sql).
     static let startNotifications = """
-    SELECT job_id, outcome, status, inline_device_ids, batch_jobs, gone, encrypted
+    SELECT job_id, outcome, status, inline_device_ids, batch_jobs, gone, encrypted, content_mode
       FROM push_start_notifications($1::bigint[], $2::uuid[], $3::int, $4::text, coalesce($5::timestamptz, now()))
     """
 

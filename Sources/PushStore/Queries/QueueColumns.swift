@@ -6,7 +6,7 @@
 /// about twenty columns per row. Throws `DB_DECODE` when a column is missing.
 struct ClaimColumns {
     let kind, deviceIds, notificationId, appId, mode, status, title, body, data, badge, sound, threadId,
-        collapseKey, priority, ttlSeconds, acceptedAt, sendAt, expiresAt, encrypted, hasSms, requireEncryption,
+        collapseKey, priority, ttlSeconds, acceptedAt, sendAt, expiresAt, encrypted, contentMode, hasSms, requireEncryption,
         placeholderTitle, placeholderBody, appDeleted, id, leaseToken, attempt, maxAttempts, problem: Int
     let kinds: KindColumns
 
@@ -30,6 +30,7 @@ struct ClaimColumns {
         sendAt = try r.columnIndex(named: "send_at")
         expiresAt = try r.columnIndex(named: "expires_at")
         encrypted = try r.columnIndex(named: "encrypted")
+        contentMode = try r.columnIndex(named: "content_mode")
         hasSms = try r.columnIndex(named: "has_sms")
         requireEncryption = try r.columnIndex(named: "require_encryption")
         placeholderTitle = try r.columnIndex(named: "placeholder_title")

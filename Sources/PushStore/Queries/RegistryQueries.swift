@@ -9,21 +9,23 @@ enum RegistryQueries {
     SELECT \(appColumns) FROM push_app_create($1::text, $2::boolean, $3::text, $4::text, $5::uuid)
     """
 
-    /// sql/0011 `push_app_update`: the app's columns and its placeholder loc keys.
-    static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key"
+    /// sql/0019 `push_app_update`: the app's columns, its placeholder loc keys and content mode.
+    static let appUpdateColumns = "\(appColumns), placeholder_title_loc_key, placeholder_body_loc_key, content_mode"
 
-    /// The policy before a change, the app row locked (primary key; `AppStore.lockedRequireEncryption`).
+    /// The policy before a change, the app row locked (primary key; `AppStore.lockedPolicy`).
     static let appLockPolicy = """
-    SELECT require_encryption FROM push_apps WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE
+    SELECT require_encryption, content_mode FROM push_apps WHERE id = $1::uuid AND deleted_at IS NULL FOR UPDATE
     """
 
     static let appUpdate = """
-    SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text)
+    SELECT \(appUpdateColumns) FROM push_app_update($1::uuid, $2::boolean, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text)
     """
 
-    /// sql/0020 `push_app_set_preview`: the preview settings (NULL: unchanged), and the whole app.
+    /// sql/0020 `push_app_set_preview`: the preview settings (NULL: unchanged), and the whole app
+    /// (its answer with the content mode of sql/0019 beside it, by primary key).
     static let appSetPreview = """
-    SELECT * FROM push_app_set_preview($1::uuid, $2::boolean, $3::int)
+    SELECT p.*, a.content_mode FROM push_app_set_preview($1::uuid, $2::boolean, $3::int) p
+      JOIN push_apps a ON a.id = p.id
     """
 
     static let appDelete = "UPDATE push_apps SET deleted_at = now() WHERE id = $1::uuid AND deleted_at IS NULL"
@@ -31,7 +33,7 @@ enum RegistryQueries {
     static let appGet = """
     SELECT id, name, require_encryption, placeholder_title, placeholder_body, placeholder_title_loc_key,
            placeholder_body_loc_key, confirm_deliveries, preview_window_seconds, deleted_at IS NOT NULL AS deleted,
-           created_at, updated_at
+           created_at, updated_at, content_mode
       FROM push_apps WHERE id = $1::uuid
     """
 
@@ -64,7 +66,7 @@ enum RegistryQueries {
     static let sendPreview = """
     SELECT a.id AS app_id, a.name, a.require_encryption, a.placeholder_title, a.placeholder_body,
            a.placeholder_title_loc_key, a.placeholder_body_loc_key, a.deleted_at IS NOT NULL AS deleted, a.created_at, a.updated_at,
-           d.id, d.platform, coalesce(d.token, d.endpoint) AS address, d.apns_environment, d.public_key, d.kid
+           a.content_mode, d.id, d.platform, coalesce(d.token, d.endpoint) AS address, d.apns_environment, d.public_key, d.kid
       FROM push_apps a
       LEFT JOIN push_devices d ON d.app_id = a.id AND d.mode = $2::text AND d.active AND d.user_id = ANY ($3::text[])
                               AND ($4::uuid[] IS NULL OR d.id = ANY ($4::uuid[]))
@@ -98,7 +100,7 @@ enum RegistryQueries {
     static let notificationScope = "SELECT app_id, mode, status FROM push_notifications WHERE id = $1::uuid"
 
     static let notificationGet = """
-    SELECT id, app_id, mode, status, encrypted, device_count, error_code, send_at, accepted_at, started_at,
+    SELECT id, app_id, mode, status, encrypted, content_mode, device_count, error_code, send_at, accepted_at, started_at,
            finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids, revoked_at, revoked_user_ids
       FROM push_notifications WHERE id = $1::uuid
     """

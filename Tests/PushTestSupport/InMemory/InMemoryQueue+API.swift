@@ -151,7 +151,7 @@ extension InMemoryQueue {
             let loc = LocalizedText(titleLocKey: q.titleLocKey, titleLocArgs: q.titleLocArgs, bodyLocKey: q.bodyLocKey,
                                     bodyLocArgs: q.bodyLocArgs)
             let bytes = (q.title?.utf8.count ?? 0) + (q.body?.utf8.count ?? 0) + (q.data?.utf8.count ?? 0) + loc.textBytes
-            guard bytes <= PayloadSizeRule.limit else {
+            guard bytes <= PayloadSizeRule.limit || app.contentMode == .idsOnly else {
                 throw PushError(.pushPayloadTooLarge, "content is \(bytes) bytes and can never fit in 4096")
             }
             if let key = q.idempotencyKey,
@@ -172,7 +172,7 @@ extension InMemoryQueue {
                 && DeliveryPlanner.policyDelivers(
                     hasKey: d.publicKey != nil,
                     encryptsItself: ProviderTable.standard.provider(for: Platform(rawValue: d.platform))?.payload.encryptsItself ?? false,
-                    requireEncryption: app.requireEncryption) {
+                    requireEncryption: app.requireEncryption, contentMode: app.contentMode) {
                 ledger[LedgerKey(notification: id, device: d.id, kind: "charge")] = "accepted"
             }
             _ = insertJob(Job(id: 0, kind: .notification, notificationID: id, appID: q.appID,

@@ -21,6 +21,7 @@ extension InMemoryQueue {
             }
             let app = apps[n.row.appID]
             let encrypted = app?.requireEncryption ?? false
+            let contentMode = app?.contentMode ?? .sealed
             let targets = devices.values.filter { d in
                 app?.deleted == false && d.appID == n.row.appID && d.mode == n.row.mode && d.active
                     && n.userIDs.contains(d.userID) && (n.deviceIDs?.contains(d.id) ?? true)
@@ -58,9 +59,11 @@ extension InMemoryQueue {
             }
             notifications[n.row.id]?.row.status = .sending
             notifications[n.row.id]?.row.encrypted = encrypted
+            notifications[n.row.id]?.row.contentMode = contentMode
             notifications[n.row.id]?.startedAt = now
             notifications[n.row.id]?.remainingBatches = batches
-            out[lease.id] = .started(NotificationStart(inlineDeviceIDs: inline, batchJobs: batches, gone: gone, encrypted: encrypted))
+            out[lease.id] = .started(NotificationStart(inlineDeviceIDs: inline, batchJobs: batches, gone: gone, encrypted: encrypted,
+                                                         contentMode: contentMode))
         }
         return out
     }

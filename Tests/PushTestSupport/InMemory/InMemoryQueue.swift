@@ -24,6 +24,8 @@ public final class InMemoryQueue: @unchecked Sendable {
         public var placeholderTitleLocKey: String?
         public var placeholderBodyLocKey: String?
         public var deleted = false
+        /// R-IDS-1 (sql/0019).
+        public var contentMode: ContentMode = .sealed
     }
 
     public struct Device {
@@ -183,6 +185,16 @@ public final class InMemoryQueue: @unchecked Sendable {
         lock.withLock {
             guard apps[id] != nil else { return false }
             apps[id]?.requireEncryption = requireEncryption
+            return true
+        }
+    }
+
+    /// Changes an app's content mode (R-IDS-1); false for an unknown app.
+    @discardableResult
+    public func appUpdate(id: UUID, contentMode: ContentMode) -> Bool {
+        lock.withLock {
+            guard apps[id] != nil else { return false }
+            apps[id]?.contentMode = contentMode
             return true
         }
     }
