@@ -228,7 +228,6 @@ public final class AcceptanceService {
                                 placeholderTitle: request.placeholderTitle, placeholderBody: request.placeholderBody,
                                 placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID,
-                                placeholderBodyLocKey: request.placeholderBodyLocKey, accountID: request.accountID,
                                 preview: AppPreviewSettings(confirmDeliveries: request.confirmDeliveries,
                                                             windowSeconds: request.previewWindowSeconds),
                                 contentMode: contentMode)

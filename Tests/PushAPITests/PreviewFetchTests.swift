@@ -100,6 +100,30 @@ final class PreviewFetchTests: PreviewTestCase {
         XCTAssertEqual(bad.status, 422, bad.text)
     }
 
+    /// A whole-app audience (issue 22) names no user: each device it was sent to fetches its
+    /// preview (R-IDS-2 addresses the devices of the app's audience), a revocation for one user
+    /// still takes effect, and a device of a platform the audience left out is refused.
+    func testAWholeAppAudienceIsFetchedByItsDevicesAndRevokedPerUser() throws {
+        let alice = try device("test_accept_alice", user: "alice")
+        let bob = try device("test_accept_bob", user: "bob")
+        let carol = try device("test_accept_carol", user: "carol", platform: "android")
+        let r = try call("POST", "/v1/push/notifications", key: testKey,
+                         json: "{\"app_id\":\"\(appID)\",\"audience\":\"all\",\"platforms\":[\"ios\"],\"title\":\"Maintenance\",\"body\":\"Back at 4\"}")
+        XCTAssertEqual(r.status, 201, r.text)
+        let n = try XCTUnwrap(r.json["id"] as? String)
+        try deliver()
+        let served = try fetch(n, token: alice.token)
+        XCTAssertEqual(served.status, 200, served.text)
+        XCTAssertTrue(served.text.contains("Back at 4"), served.text)
+        XCTAssertEqual(try fetch(n, token: bob.token).status, 200)
+        XCTAssertEqual(try fetch(n, token: carol.token).status, 404, "android was not in the audience")
+
+        let one = try call("POST", "/v1/push/notifications/\(n)/revoke", key: testKey, json: #"{"user_ids":["alice"]}"#)
+        XCTAssertEqual(one.status, 200, one.text)
+        XCTAssertEqual(try fetch(n, token: alice.token).status, 404)
+        XCTAssertEqual(try fetch(n, token: bob.token).status, 200)
+    }
+
     /// Every refusal is the same 404 with the same body, and the same work: one SHA-256 of the
     /// token and one prepared statement whose executed plan (each node and how many times it ran)
     /// is the same in every case (R-IDS-3; counted, never timed).

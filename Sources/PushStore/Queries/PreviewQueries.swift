@@ -11,7 +11,7 @@ enum PreviewQueries {
     /// `allowed`: the fetch's rule (R-IDS-2), true only when every condition holds now: the
     /// device's delivery of the notification was sent, the device is active, of the notification's
     /// app and mode, still belongs to an addressed user (and is one of its devices when it named
-    /// some), the content is neither revoked (for all, or for the device's user) nor erased, its
+    /// some) or, for a whole-app audience (issue 22), is of one of its platforms, the content is neither revoked (for all, or for the device's user) nor erased, its
     /// preview window (`preview_until`) is not over, and the app is not deleted. `delivered`: the
     /// receipt's rule: the token's device has a sent delivery of the notification. Content columns
     /// are NULL unless `allowed`.
@@ -19,6 +19,7 @@ enum PreviewQueries {
     raw AS (
         SELECT d.id AS device_id, d.platform, d.public_key, d.kid, d.active, d.user_id, d.app_id AS device_app_id,
                d.mode AS device_mode, n.id AS notification_id, n.app_id, n.mode, n.user_ids, n.device_ids,
+               n.audience, n.audience_platforms,
                n.revoked_at, n.revoked_user_ids, n.content_erased_at, n.preview_until, n.title, n.body, n.data,
                n.badge, n.sound, n.thread_id, n.title_loc_key, n.title_loc_args, n.body_loc_key, n.body_loc_args,
                v.status AS delivery_status, v.confirmed_at, a.confirm_deliveries, a.deleted_at AS app_deleted_at
@@ -33,7 +34,9 @@ enum PreviewQueries {
                coalesce(r.device_id IS NOT NULL AND r.delivery_status = 'sent' AND r.device_app_id = r.app_id
                         AND r.device_mode = r.mode, false) AS delivered,
                coalesce(r.device_id IS NOT NULL AND r.delivery_status = 'sent' AND r.active
-                        AND r.device_app_id = r.app_id AND r.device_mode = r.mode AND r.user_id = ANY (r.user_ids)
+                        AND r.device_app_id = r.app_id AND r.device_mode = r.mode
+                        AND (r.user_id = ANY (r.user_ids)
+                             OR (r.audience = 'all' AND (r.audience_platforms IS NULL OR r.platform = ANY (r.audience_platforms))))
                         AND (r.device_ids IS NULL OR r.device_id = ANY (r.device_ids))
                         AND r.revoked_at IS NULL AND NOT (r.user_id = ANY (r.revoked_user_ids))
                         AND r.content_erased_at IS NULL AND (r.preview_until IS NULL OR r.preview_until > now())
