@@ -321,6 +321,11 @@ def run(binary, scale, split_seconds=900,
     psql(register_sql(probe_app, "q", 100, 0.0))
     psql("VACUUM ANALYZE", timeout=3600)
     log(f"audience: {n} live devices in {time.time() - t:.1f}s")
+    return measure(binary, scale, app, probe_app, n, cpu, split_seconds, deliver_seconds)
+
+
+def measure(binary, scale, app, probe_app, n, cpu, split_seconds, deliver_seconds):
+    """The three parts on the devices `run` made (also callable again on the same cluster)."""
     res = {"devices": n}
     log("audience: the split alone, then the plain INSERT ... SELECT")
     res |= split_alone(app, n, cpu)
