@@ -125,10 +125,11 @@ struct JSONFields {
         }
     }
 
-    /// An array of strings, or nil when absent or `null`.
-    mutating func strings(_ key: String) throws -> [String]? {
+    /// An array of strings, or nil when absent or (when `nullable`) `null`.
+    mutating func strings(_ key: String, nullable: Bool = true) throws -> [String]? {
         switch take(key) {
-        case nil, .null?: return nil
+        case nil: return nil
+        case .null?: if nullable { return nil }; throw wrongType(key, "an array of strings")
         case .array(let items)?:
             return try items.map { item in
                 guard case .string(let s) = item else { throw wrongType(key, "an array of strings") }

@@ -51,7 +51,9 @@ struct RevokeBody: Sendable {
     static func decode(_ body: [UInt8]) throws -> RevokeBody {
         if body.isEmpty { return RevokeBody() }
         var f = try JSONFields.parseBody(body)
-        let users = try f.strings("user_ids")
+        // `null` is refused, not read as absent: absent revokes for every device, which a client
+        // serializing an empty list as null never meant (the fresh-user trial of issue 24).
+        let users = try f.strings("user_ids", nullable: false)
         try f.finish()
         return RevokeBody(userIDs: users)
     }

@@ -61,7 +61,7 @@ do {
                  "push-type", "interruption-level", "relevance-score", "category", "target-content-id", "critical-sound",
                  "critical-volume", "title-loc-key", "title-loc-arg", "body-loc-key", "body-loc-arg", "channel-id",
                  "audience", "platform"],
-        "notifications": [],
+        "notifications": ["user"],
         "stats": ["watch", "interval"],
         "jobs": ["state", "limit"],
         "webhooks": ["app", "mode", "url", "events", "endpoint", "event", "limit"],

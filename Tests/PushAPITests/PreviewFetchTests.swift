@@ -81,6 +81,13 @@ final class PreviewFetchTests: PreviewTestCase {
         XCTAssertEqual(try fetch(n, token: alice.token).status, 200)
         XCTAssertEqual(try fetch(n, token: bob.token).status, 200)
 
+        // `"user_ids": null` is refused (400 naming the field), not read as "every device".
+        let null = try call("POST", "/v1/push/notifications/\(n)/revoke", key: testKey, json: #"{"user_ids":null}"#)
+        XCTAssertEqual(null.status, 400, null.text)
+        XCTAssertTrue(null.text.contains("user_ids"), null.text)
+        XCTAssertEqual(try fetch(n, token: alice.token).status, 200, "a refused revoke revokes nothing")
+        XCTAssertEqual(try fetch(n, token: bob.token).status, 200)
+
         let one = try call("POST", "/v1/push/notifications/\(n)/revoke", key: testKey, json: #"{"user_ids":["alice"]}"#)
         XCTAssertEqual(one.status, 200, one.text)
         XCTAssertEqual(one.json["revoked"] as? Bool, false, "revoked for one user only")

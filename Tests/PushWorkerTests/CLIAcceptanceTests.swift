@@ -199,6 +199,23 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertTrue((delivery["payload"] as? String)?.contains(shaped) == true, "the payload is shown as stored: \(shown.output)")
     }
 
+    /// `notifications revoke ID --user U` revokes for that user only (the fresh-user trial of issue
+    /// 24 found the option refused as unknown, leaving only the revocation for every device).
+    func testNotificationsRevokeForOneUserThroughTheCLI() throws {
+        let app = try createApp()
+        _ = try register(app, user: "u1", platform: "ios")
+        _ = try register(app, user: "u2", platform: "ios")
+        let sent = try CLIRun.run(["send", "--app", app.uuidString, "--mode", "test", "--user", "u1", "--user", "u2",
+                                   "--title", "t", "--json"], database: database.conninfo)
+        let id = try XCTUnwrap(sent.answer?["notification_id"] as? String, sent.output)
+        try drain(try makeWorker())
+        let revoked = try CLIRun.run(["notifications", "revoke", id, "--user", "u1"], database: database.conninfo)
+        XCTAssertEqual(revoked.status, 0, revoked.output)
+        XCTAssertTrue(revoked.output.contains("the devices of 1 user(s)"), revoked.output)
+        let shown = try CLIRun.run(["notifications", "show", id], database: database.conninfo)
+        XCTAssertTrue(shown.output.contains("revoked for 1 user(s)"), shown.output)
+    }
+
     /// An unknown notification is NOT_FOUND (not a validation error), named by its prefixed id (R-API-4).
     func testCancellingAnUnknownNotificationIsNotFound() throws {
         let id = UUID()
