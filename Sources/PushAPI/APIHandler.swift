@@ -108,16 +108,20 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
                      request: HTTPRequest, keyPrefix: inout String?) throws -> HTTPResponse {
         var principal: APIPrincipal
         do { principal = try verifier.principal(token) } catch let refusal as AccessTokenRefusal {
-            log.info("api.token_refused", ["route": r.template, "request_id": request.requestID, "reason": refusal.reason])
-            throw APIError(status: 401, code: "UNAUTHORIZED", message: refusal.message,
-                           headers: [.init(name: "WWW-Authenticate",
-                                           value: "Bearer realm=\"pushfleet\", error=\"invalid_token\"")])
+            throw tokenRefused(refusal, route: r, request: request)
         }
         keyPrefix = String(principal.actor.prefix(64))
         let body = Result { try Self.body(r, request, kind: kind) }
         let appToCheck = Self.appNamed(r, body, request)
         let prefix = keyPrefix
         return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
+            // A well-signed token naming no account is refused like any other bad token.
+            guard try verifier.knownAccounts.exists(principal.accountID, lookup: {
+                try AccountStore(connection: conn).account(id: $0) != nil
+            }) else {
+                throw tokenRefused(AccessTokenRefusal("unknown_account", "the token's pushfleet_account names no account"),
+                                   route: r, request: request)
+            }
             if let app = appToCheck {
                 principal.appOwned = try AccountStore(connection: conn).appOwned(appID: app, accountID: principal.accountID,
                                                                                  appIDs: principal.appIDs)
@@ -130,6 +134,13 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             answer.keyPrefix = prefix
             return answer
         }
+    }
+
+    /// The 401 of a refused token (RFC 6750 §3.1), logged with its reason.
+    func tokenRefused(_ refusal: AccessTokenRefusal, route r: APIRoute, request: HTTPRequest) -> APIError {
+        log.info("api.token_refused", ["route": r.template, "request_id": request.requestID, "reason": refusal.reason])
+        return APIError(status: 401, code: "UNAUTHORIZED", message: refusal.message,
+                        headers: [.init(name: "WWW-Authenticate", value: "Bearer realm=\"pushfleet\", error=\"invalid_token\"")])
     }
 
     public func serverError(status: Int, code: String, message: String, field: String?, requestID: String) -> HTTPResponse {
@@ -239,7 +250,12 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             if !request.body.isEmpty { try Self.requireJSON(request) }
             return .revoke(try RevokeBody.decode(request.body))
         }
-        if bodiless && (!route.takesEmptyObject || request.body.isEmpty) { return .none }
+        if bodiless && request.body.isEmpty { return .none }
+        // A body on a route that reads none (a DELETE, a GET) is refused rather than ignored: a
+        // client that put its app_id or a filter there would otherwise act on something else.
+        if bodiless && !route.takesEmptyObject {
+            throw APIError.invalidRequest("\(route.method) \(route.template) takes no body: give its arguments in the query")
+        }
         try requireJSON(request)
         if bodiless {
             try JSONFields.parseBody(request.body).finish()

@@ -10,7 +10,7 @@ extension APIRoutes {
     /// `GET /v1/push/audit?app_id=`: the account's audit events newest first (push_apps r).
     func listAuditEvents() throws -> HTTPResponse {
         let q = try ListQuery.parse(request.query, filters: ["app_id"])
-        let app = try q.filters["app_id"].map { try ownedApp($0, field: "app_id") }
+        let app = try q.filters["app_id"].map(Self.appFilter)
         let after = try q.startingAfter.map { text -> UUID in
             guard let id = PrefixedID.parse(text, as: .auditEvent) else {
                 throw APIError.notFound("no such audit event for starting_after", field: "starting_after")
@@ -27,6 +27,13 @@ extension APIRoutes {
         return ok(ResponseBodies.list(page, Self.auditEvent))
     }
 
+    /// An `app_id` filter's id; whether the credential may see the app is the store's answer
+    /// (`AccountStore.requireOwnedApp`, the one check the CLI's reports make too).
+    static func appFilter(_ text: String) throws -> UUID {
+        guard let id = PrefixedID.parse(text, as: .app) else { throw APIError.notFound("no such push app", field: "app_id") }
+        return id
+    }
+
     static func auditEvent(_ e: AuditEvent) -> JSONValue {
         .object(JSONObject([
             .init("id", .string(PrefixedID.format(.auditEvent, e.id))), .init("object", .string("audit_event")),
@@ -38,29 +45,38 @@ extension APIRoutes {
         ]))
     }
 
-    /// `GET /v1/push/usage?app_id=&from=&to=`: deliveries charged net of refunds per app and day,
-    /// in the credential's mode only (push_apps r).
+    /// `GET /v1/push/usage?app_id=&from=&to=&starting_after=`: deliveries charged net of refunds
+    /// per app and day, in the credential's mode only (push_apps r); pages of at most 10,000 rows,
+    /// `next_starting_after` naming where the next one starts while `has_more`.
     func usage() throws -> HTTPResponse {
         var filters: [String: String] = [:]
         var seen = Set<String>()
         for item in request.query {
             let name = String(item.name.prefix(64))
             guard item.validUTF8 else { throw APIError.invalidRequest("\(name) is not valid UTF-8 (after percent-decoding)", field: name) }
-            guard ["app_id", "from", "to"].contains(item.name) else { throw APIError.validation("unknown query argument \(name)", field: name) }
+            guard ["app_id", "from", "to", "starting_after"].contains(item.name) else { throw APIError.validation("unknown query argument \(name)", field: name) }
             guard seen.insert(item.name).inserted else { throw APIError.validation("\(name) is given twice", field: name) }
             guard let value = item.value else { throw APIError.validation("\(name) needs a value", field: name) }
             filters[item.name] = value
         }
-        let app = try filters["app_id"].map { try ownedApp($0, field: "app_id") }
+        let app = try filters["app_id"].map(Self.appFilter)
         let range: UsageRange
         do { range = try UsageRange.parse(from: filters["from"], to: filters["to"]) } catch let e as PushError {
             throw APIError.validation(e.message, field: e.field)
         }
+        let after = try filters["starting_after"].map { text -> UsageCursor in
+            guard let c = UsageCursor.parse(text), c.mode == principal.mode.rawValue else {
+                throw APIError.notFound("no such usage row for starting_after", field: "starting_after")
+            }
+            return c
+        }
         let report = try UsageStore(connection: connection).report(accountID: principal.accountID, appID: app,
-                                                                   appIDs: principal.appIDs, mode: principal.mode, range: range)
+                                                                   appIDs: principal.appIDs, mode: principal.mode, range: range,
+                                                                   after: after)
         return ok(.object(JSONObject([
             .init("object", .string("list")), .init("data", .array(report.rows.map(Self.usageRow))),
-            .init("has_more", .bool(report.truncated)),
+            .init("has_more", .bool(report.next != nil)),
+            .init("next_starting_after", report.next.map { .string($0.text) } ?? .null),
         ])))
     }
 

@@ -32,10 +32,13 @@ public struct OAuthSettings: Sendable {
 /// header (`AccessTokenRules.header`: RS256 or ES256 only, `typ` at+jwt), the signature with the
 /// JWKS key its `kid` names (`JWKSCache`, `JWKPublicKey`), then the claims
 /// (`AccessTokenRules.claims`). No database trip: the token carries the account, mode, scope and
-/// apps. Tokens are short-lived and there is no revocation list: a token is good until its `exp`.
+/// apps (the handler then checks once per process that the account exists, `knownAccounts`).
+/// Tokens are short-lived and there is no revocation list: a token is good until its `exp`.
 final class AccessTokenVerifier: @unchecked Sendable {
     let settings: OAuthSettings
     let keys: JWKSCache
+    /// Accounts already found to exist (accounts are never deleted, so a positive answer holds).
+    let knownAccounts = KnownAccounts()
 
     /// The longest token read (bytes): far above any real access token.
     static let maxTokenBytes = 8_192
@@ -88,5 +91,24 @@ final class AccessTokenVerifier: @unchecked Sendable {
         let h = (try? SHA256.hash(Array(text.utf8))) ?? [UInt8](repeating: 0, count: 32)
         return UUID(uuid: (h[0], h[1], h[2], h[3], h[4], h[5], h[6] & 0x0f | 0x80, h[7], h[8] & 0x3f | 0x80, h[9], h[10],
                            h[11], h[12], h[13], h[14], h[15]))
+    }
+}
+
+/// The account ids a process has seen exist, so that a token's account costs one lookup per
+/// process, not one per request. Only positive answers are kept (an account may be created later);
+/// bounded: cleared past 10,000 ids.
+final class KnownAccounts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids = Set<UUID>()
+
+    /// True when `id` exists: from the set, else by `lookup` (remembered when true).
+    func exists(_ id: UUID, lookup: (UUID) throws -> Bool) rethrows -> Bool {
+        if lock.withLock({ ids.contains(id) }) { return true }
+        guard try lookup(id) else { return false }
+        lock.withLock {
+            if ids.count >= 10_000 { ids.removeAll() }
+            ids.insert(id)
+        }
+        return true
     }
 }

@@ -38,7 +38,7 @@ public struct AccessTokenClaims: Sendable, Equatable {
 /// `reason` is a stable label for logs and tests, `message` says what to fix, never the token.
 public struct AccessTokenRefusal: Error, Equatable, Sendable {
     /// `malformed`, `algorithm`, `type`, `unknown_key`, `signature`, `issuer`, `audience`,
-    /// `expired`, `not_yet_valid`, `claims`, `keys_unavailable`.
+    /// `expired`, `not_yet_valid`, `claims`, `keys_unavailable`, `unknown_account` (the API, once verified).
     public var reason: String
     /// Human explanation.
     public var message: String

@@ -12,6 +12,17 @@ public struct ProviderAnswer: Sendable, Equatable {
         case connectionError
         /// The request could not be sent at all (DNS, TLS handshake, refused connection): nothing reached the provider.
         case notSent
+
+        /// The outcome in words, as operators read it in a delivery's `error_detail` and a
+        /// provider pause's detail: `response`, `timeout`, `connection error`, `not sent`.
+        public var words: String {
+            switch self {
+            case .response: return "response"
+            case .timeout: return "timeout"
+            case .connectionError: return "connection error"
+            case .notSent: return "not sent"
+            }
+        }
     }
 
     /// Transport outcome.

@@ -226,6 +226,16 @@ public final class AccountStore {
         return try r.bool(0, "app_owned")
     }
 
+    /// Refuses an app that is not a live app of the account within `appIDs` (when given): the one
+    /// check the stores answering an app filter make, for the CLI and the API alike (R-API-1: another
+    /// account's app is answered as a missing one).
+    /// - Throws: `PushError` `NOT_FOUND` (field `app_id`); `PGError`.
+    public func requireOwnedApp(_ appID: UUID, accountID: UUID, appIDs: [UUID]?) throws {
+        guard try appOwned(appID: appID, accountID: accountID, appIDs: appIDs) else {
+            throw PushError(.notFound, "no such push app", field: "app_id")
+        }
+    }
+
     /// Takes up to `want` tokens from the key's shared bucket (`push_api_take_tokens`, sql/0008).
     /// - Returns: the tokens granted and, when none, the seconds until the next one.
     public func takeTokens(keyID: UUID, want: Int, ratePerSecond: Double, burst: Double) throws

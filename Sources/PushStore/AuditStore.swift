@@ -85,9 +85,11 @@ public struct AuditStore {
 
     /// The account's events newest first, optionally of one app, within `appIDs` when given, after
     /// the event `after` of the previous page (which must be the account's).
-    /// - Throws: `PushError` `NOT_FOUND` (field `starting_after`) for a cursor that is not the
-    ///   account's; `PGError`.
+    /// - Throws: `PushError` `NOT_FOUND` (field `app_id`) when `appID` is not a live app of the
+    ///   account within `appIDs`, (field `starting_after`) for a cursor that is not the account's;
+    ///   `PGError`.
     public func list(accountID: UUID, appID: UUID?, appIDs: [UUID]? = nil, after: UUID?, limit: Int) throws -> APIPage<AuditEvent> {
+        if let appID { try AccountStore(connection: connection).requireOwnedApp(appID, accountID: accountID, appIDs: appIDs) }
         if let after, try connection.exec(AuditQueries.visible, [.uuid(after), .uuid(accountID)]).rowCount == 0 {
             throw PushError(.notFound, "no such audit event for starting_after", field: "starting_after")
         }

@@ -57,32 +57,75 @@ public struct UsageRange: Sendable, Equatable {
     }
 }
 
+/// A place in the usage report's order (day, then app, then mode): the last row of a page, from
+/// which the next page starts. Its text, `YYYY-MM-DD.papp_....mode`, is the API's `starting_after`.
+public struct UsageCursor: Sendable, Equatable {
+    /// The row's UTC day, `YYYY-MM-DD`.
+    public var day: String
+    /// The row's app.
+    public var appID: UUID
+    /// The row's mode, `test` or `live`.
+    public var mode: String
+
+    /// Makes a cursor.
+    public init(day: String, appID: UUID, mode: String) {
+        self.day = day
+        self.appID = appID
+        self.mode = mode
+    }
+
+    /// The cursor after `row`.
+    public init(after row: UsageRow) { self.init(day: row.day, appID: row.appID, mode: row.mode) }
+
+    /// `YYYY-MM-DD.papp_....mode`.
+    public var text: String { "\(day).\(PrefixedID.format(.app, appID)).\(mode)" }
+
+    /// The cursor of `text`, or nil when it is not one (a day that is not real, an app id that is
+    /// not one, a mode other than test or live).
+    public static func parse(_ text: String) -> UsageCursor? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, (try? UsageRange.parse(from: String(parts[0]), to: String(parts[0]))) != nil,
+              let app = PrefixedID.parse(String(parts[1]), as: .app), Mode(rawValue: String(parts[2])) != nil else { return nil }
+        return UsageCursor(day: String(parts[0]), appID: app, mode: String(parts[2]))
+    }
+}
+
 /// The usage report (issue 15 part 4): deliveries charged net of refunds per app, mode and day,
 /// read from the ledger (SQL in `UsageQueries`). The one library `pushfleet usage` and
 /// `GET /v1/push/usage` call.
 public struct UsageStore {
-    /// The most rows one report answers (narrow it by app or by days past that).
+    /// The most rows one page of the report answers (the next page starts after its last row).
     public static let maxRows = 10_000
 
     /// The session every call runs on.
     public let connection: PGConnection
+    /// This store's page size (`maxRows`; tests page by fewer).
+    public var pageRows = UsageStore.maxRows
 
     /// A store on `connection`.
     public init(connection: PGConnection) { self.connection = connection }
 
     /// The account's usage over `range`, of one app or every app (within `appIDs` when given), of
-    /// one mode or both (nil), by day, app and mode; `truncated` when more than `maxRows` rows.
-    public func report(accountID: UUID, appID: UUID?, appIDs: [UUID]? = nil, mode: Mode?, range: UsageRange) throws
-        -> (rows: [UsageRow], truncated: Bool) {
+    /// one mode or both (nil), by day, app and mode, after `after` (the previous page's `next`);
+    /// `next` is the cursor of the following page when more than `pageRows` rows remain.
+    /// - Throws: `PushError` `NOT_FOUND` (field `app_id`) when `appID` is not a live app of the
+    ///   account within `appIDs` (the API and the CLI answer one way, R-API-1); `PGError`.
+    public func report(accountID: UUID, appID: UUID?, appIDs: [UUID]? = nil, mode: Mode?, range: UsageRange,
+                       after: UsageCursor? = nil) throws -> (rows: [UsageRow], next: UsageCursor?) {
+        if let appID { try AccountStore(connection: connection).requireOwnedApp(appID, accountID: accountID, appIDs: appIDs) }
+        // The cursor's day bounds the ledger range too, so that later pages probe fewer days.
+        let cursorDay = try after.map { try UsageRange.parse(from: $0.day, to: $0.day).start }
         let r = try connection.exec(UsageQueries.report, [
             .uuid(accountID), appID.map(PGValue.uuid), appIDs.map { .uuidArray($0) }, mode.map { .text($0.rawValue) },
-            .date(range.start), .date(range.end), .int(Self.maxRows + 1),
+            .date(max(range.start, cursorDay ?? range.start)), .date(range.end), .int(pageRows + 1),
+            after.map { .text($0.day) }, after.map { .uuid($0.appID) }, after.map { .text($0.mode) },
         ])
         let rows = try r.rows.map { i in
             UsageRow(appID: try r.uuid(i, "app_id"), mode: try r.string(i, "mode"), day: try r.string(i, "day"),
                      charged: try r.int(i, "charged"), refunded: try r.int(i, "refunded"), sms: try r.int(i, "sms"))
         }
-        return (Array(rows.prefix(Self.maxRows)), rows.count > Self.maxRows)
+        let page = Array(rows.prefix(pageRows))
+        return (page, rows.count > pageRows ? page.last.map(UsageCursor.init(after:)) : nil)
     }
 }
 

@@ -393,7 +393,7 @@ public final class BatchProcessor {
 
     /// Operator detail for a non-success answer: status, reason and a bounded raw detail.
     static func detail(_ a: ProviderAnswer) -> String {
-        var parts: [String] = [a.transport.rawValue]
+        var parts: [String] = [a.transport.words]
         if let s = a.httpStatus { parts.append(String(s)) }
         if let reason = a.reason { parts.append(reason) }
         if let raw = a.rawDetail { parts.append(String(raw.prefix(200))) }

@@ -141,7 +141,7 @@ public final class WorkerMetrics: @unchecked Sendable {
         }
         header("pushfleet_seal_duration_seconds", "histogram", "Time to seal one envelope (HPKE).")
         out += Self.histogramLines("pushfleet_seal_duration_seconds", sealLatency, labels: "")
-        header("pushfleet_provider_paused", "gauge", "1 per provider scope (host or FCM project) this worker knows paused (R-KIND-4).")
+        header("pushfleet_provider_paused", "gauge", "1 per provider scope (host or FCM project) this worker knows paused, 0 once resumed (R-KIND-4).")
         for (scope, v) in providerPaused.snapshot.sorted(by: { $0.key < $1.key }) {
             out += "pushfleet_provider_paused{scope=\"\(esc(scope))\"} \(num(v))\n"
         }

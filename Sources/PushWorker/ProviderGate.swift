@@ -30,6 +30,8 @@ public final class ProviderGate {
     private var refreshedAt = Date.distantPast
     private var health: [String: HostHealth] = [:]
     private var storeFailures = 0
+    /// Scopes this worker has seen paused: their gauge reads 0 once resumed, not absent.
+    private var seenPaused = Set<String>()
 
     /// - Parameters:
     ///   - store: where the fleet shares pauses (`PGPauseStore`; `MemoryPauseStore` for one process).
@@ -228,7 +230,11 @@ public final class ProviderGate {
         }
     }
 
+    /// `pushfleet_provider_paused`: 1 for each scope paused now, 0 for each one seen paused since the
+    /// worker started (a series that vanished on resume broke alerts and graphs; at most 1,000 kept).
     private func publishGauge() {
-        metrics?.providerPaused.replaceAll(Dictionary(uniqueKeysWithValues: cache.keys.map { ($0, 1.0) }))
+        seenPaused.formUnion(cache.keys)
+        if seenPaused.count > 1_000 { seenPaused = Set(cache.keys) }
+        metrics?.providerPaused.replaceAll(Dictionary(uniqueKeysWithValues: seenPaused.map { ($0, cache[$0] == nil ? 0.0 : 1.0) }))
     }
 }

@@ -12,9 +12,10 @@ extension Commands {
     static let accessHelp = """
     Usage: pushfleet audit --account ACCOUNT [--app APP] [--limit N] [--json]
              key creations and revocations, credential changes, require_encryption changes: who, what, when
-           pushfleet usage --account ACCOUNT [--app APP] [--mode test|live] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--json]
+           pushfleet usage --account ACCOUNT [--app APP] [--mode test|live] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
+                           [--starting-after CURSOR] [--json]
              deliveries charged, refunded and net, and SMS taken, per app, mode and UTC day, from the ledger (R-SEND-9);
-             default: the 30 days ending today; at most 366 days
+             default: the 30 days ending today; at most 366 days; pages of 10,000 rows (the cursor of the next is printed)
            pushfleet users erase --app APP --mode test|live USER_ID [--json]
              deactivates the user's devices and erases their content (idempotent)
     """
@@ -38,13 +39,19 @@ extension Commands {
             return m
         }
         let range = try UsageRange.parse(from: args.value("from"), to: args.value("to"))
+        let after = try args.value("starting-after").map { text -> UsageCursor in
+            guard let c = UsageCursor.parse(text) else {
+                throw PushError(.notFound, "no such usage row for starting_after", field: "starting_after")
+            }
+            return c
+        }
         let report = try UsageStore(connection: try connect()).report(accountID: account, appID: try args.uuid("app"), mode: mode,
-                                                                      range: range)
+                                                                      range: range, after: after)
         let rows = report.rows
         out.emit(api: .array(rows.map(APIBodies.usageRow))) {
             (rows.isEmpty ? "no deliveries charged" : rows.map {
                 "\($0.day)  \(PrefixedID.format(.app, $0.appID))  \($0.mode)  charged \($0.charged)  refunded \($0.refunded)  net \($0.net)  sms \($0.sms)"
-            }.joined(separator: "\n")) + (report.truncated ? "\n(first \(UsageStore.maxRows) rows: narrow by --app or days)" : "")
+            }.joined(separator: "\n")) + (report.next.map { "\n(more rows: --starting-after \($0.text))" } ?? "")
         }
     }
 

@@ -93,24 +93,34 @@ struct StatsOutput: Encodable {
         }
     }
 
-    private enum Keys: String, CodingKey { case paused, confirmations }
+    private enum Keys: String, CodingKey { case paused, confirmations, notDue }
+
+    /// Available jobs whose time has not come: scheduled sends, retries after their backoff, and
+    /// the deliveries held by a paused provider scope (R-KIND-4), which `due` does not count.
+    var notDue: Int64 { max(0, queue.available - queue.due) }
 
     func encode(to encoder: Encoder) throws {
         try queue.encode(to: encoder)
         var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(notDue, forKey: .notDue)
         try c.encode(paused, forKey: .paused)
         try c.encode(confirmations, forKey: .confirmations)
     }
 
     /// The text form: the queue line, then one line per paused scope.
     func text(now: Date) -> String {
-        var lines = ["available \(queue.available)  due \(queue.due)  running \(queue.running)  completed \(queue.completed)  discarded \(queue.discarded)  cancelled \(queue.cancelled)  oldest_due_age \(String(format: "%.3f", queue.oldestDueAgeSeconds))s"]
+        var lines = ["available \(queue.available)  due \(queue.due)  not_due \(notDue)  running \(queue.running)  completed \(queue.completed)  discarded \(queue.discarded)  cancelled \(queue.cancelled)  oldest_due_age \(String(format: "%.3f", queue.oldestDueAgeSeconds))s"]
         for p in paused {
             var line = "paused \(p.scope)  cause \(p.cause)  since \(p.pausedAt)  probes \(p.probes)"
             if let end = p.resumeAt { line += "  resumes \(end)" }
             if let next = p.nextProbeAt { line += p.probeInFlight ? "  probe in flight" : "  next probe \(next)" }
             if !p.detail.isEmpty { line += "  (\(p.detail))" }
             lines.append(line)
+        }
+        if !paused.isEmpty {
+            // Held deliveries are rescheduled to the next probe (or the quota pause's end): not due,
+            // so "due 0" while they wait would read as an idle queue.
+            lines.append("held: deliveries to the paused scopes wait among the \(notDue) jobs not yet due, until the next probe or the pause's end")
         }
         for c in confirmations {
             let rate = c.sent > 0 ? String(format: "%.1f%%", 100 * Double(c.confirmed) / Double(c.sent)) : "-"

@@ -70,7 +70,7 @@ do {
         "accounts": ["name"],
         "api-keys": ["account", "mode", "permissions", "name", "rate-limit", "apps"],
         "audit": ["account", "app", "limit"],
-        "usage": ["account", "app", "mode", "from", "to"],
+        "usage": ["account", "app", "mode", "from", "to", "starting-after"],
         "users": ["app", "mode"],
     ]
     if let allowed = known[command] { try args.allowOnly(allowed) }

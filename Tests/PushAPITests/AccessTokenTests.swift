@@ -95,6 +95,13 @@ final class AccessTokenTests: AccessTokenTestCase {
         try expectRefused(try token(["sub": NSNull()]), "no sub")
         try expectRefused(try token(["pushfleet_account": NSNull()]), "no account claim")
         try expectRefused(try token(["pushfleet_mode": "prod"]), "bad mode claim")
+        // A well-signed token for an account that does not exist: the same 401, on reads too (it
+        // was a 200 with empty lists).
+        let ghost = ["pushfleet_account": PrefixedID.format(.account, UUID())]
+        try expectRefused(try token(ghost), "unknown account")
+        let list = try call("GET", "/v1/push/apps", key: try token(ghost))
+        XCTAssertEqual(list.status, 401, list.text)
+        XCTAssertEqual(list.headers["www-authenticate"], "Bearer realm=\"pushfleet\", error=\"invalid_token\"")
         // Within the leeway: accepted.
         let skewed = try token(scope: "push:devices", ["exp": t - 20, "aud": ["x", Self.audience]])
         XCTAssertEqual(try call("PUT", "/v1/push/devices", key: skewed, json: deviceJSON(token: "skewed")).status, 200)

@@ -86,6 +86,21 @@ final class AuditAndUsageRoutesTests: AccessTokenTestCase {
         XCTAssertEqual(try rows(try token(scope: "push:apps")).first?["net"] as? Int, 2, "a test token sees test usage")
         XCTAssertEqual(try call("GET", "/v1/push/usage?from=2026-13-01", key: testKey).errorField, "from")
         XCTAssertEqual(try call("GET", "/v1/push/usage?app_id=\(otherAppID)", key: testKey).status, 404)
+        // The cursor (UsageStore pages; the walk over several pages is UsageAndErasureTests'):
+        // after the only row nothing is left; a cursor that is not one, or of the other mode, is 404.
+        let whole = try call("GET", "/v1/push/usage?app_id=\(appID)", key: testKey)
+        XCTAssertTrue(whole.json["next_starting_after"] is NSNull, whole.text)
+        let day = try XCTUnwrap(test.first?["day"] as? String)
+        let after = try call("GET", "/v1/push/usage?app_id=\(appID)&starting_after=\(day).\(appID).test", key: testKey)
+        XCTAssertEqual(after.status, 200, after.text)
+        XCTAssertEqual((after.json["data"] as? [Any])?.count, 0, after.text)
+        let before = try call("GET", "/v1/push/usage?app_id=\(appID)&starting_after=2000-01-01.\(appID).test", key: testKey)
+        XCTAssertEqual((before.json["data"] as? [[String: Any]])?.count, 1, before.text)
+        for bad in ["\(day).\(appID).live", "nonsense", "\(day).\(appID)"] {
+            let r = try call("GET", "/v1/push/usage?starting_after=\(bad)", key: testKey)
+            XCTAssertEqual(r.status, 404, bad)
+            XCTAssertEqual(r.errorField, "starting_after", bad)
+        }
     }
 
     /// DELETE /v1/push/users/{id}: push_devices d and push w; idempotent; the user's devices end inactive.
@@ -95,6 +110,12 @@ final class AuditAndUsageRoutesTests: AccessTokenTestCase {
         let path = "/v1/push/users/user%20one?app_id=\(appID)"
         XCTAssertEqual(try call("DELETE", path, key: try issue(.test, permissions: "push_devices:wd")).status, 403)
         XCTAssertEqual(try call("DELETE", path, key: try issue(.test, permissions: "push:rw")).status, 403)
+        // A body is refused (400), not ignored: nothing is erased; so on every route that reads none.
+        let bodied = try call("DELETE", path, key: testKey, json: #"{"app_id":"\#(appID)"}"#)
+        XCTAssertEqual(bodied.status, 400, bodied.text)
+        XCTAssertEqual(bodied.errorCode, "INVALID_REQUEST")
+        XCTAssertEqual(try count("push_devices", "user_id = 'user one' AND active"), 2, "a refused erasure erased")
+        XCTAssertEqual(try call("GET", "/v1/push/usage", key: testKey, json: "{}").status, 400)
         let first = try call("DELETE", path, key: testKey)
         XCTAssertEqual(first.status, 200, first.text)
         XCTAssertEqual(first.json["devices_deactivated"] as? Int, 2)

@@ -100,6 +100,21 @@ final class AccessCLIJSONTests: XCTestCase {
         XCTAssertEqual(row["sms"] as? Int, 1, "the SMS taken is in the report: \(usage.output)")
     }
 
+    /// `usage --app` and `audit --app` for another account's app say NOT_FOUND, as the API's 404
+    /// (R-API-1): the check is the stores' (`AccountStore.requireOwnedApp`), not a client's; they
+    /// answered an empty report before.
+    func testUsageAndAuditOfAnotherAccountsAppAreNotFoundLikeTheAPI() throws {
+        let other = try AccountStore(connection: conn).createAccount(name: "other")
+        let theirs = PrefixedID.format(.app, try AppStore(connection: conn).appCreate(name: "theirs", accountID: other.id).id)
+        for command in ["usage", "audit"] {
+            let r = try cli([command, "--account", account.uuidString, "--app", theirs, "--json"])
+            XCTAssertEqual(r.status, 1, "\(command): \(r.output)")
+            XCTAssertTrue(r.output.contains(#""code":"NOT_FOUND""#) && r.output.contains(#""field":"app_id""#), "\(command): \(r.output)")
+            let mine = try cli([command, "--account", account.uuidString, "--app", PrefixedID.format(.app, appID), "--json"])
+            XCTAssertEqual(mine.status, 0, "\(command) of the account's own app: \(mine.output)")
+        }
+    }
+
     /// `notifications show --json`'s `sms` has every member of the API's, absent ones null.
     func testTheSMSReportWritesEveryMemberWithItsNulls() throws {
         let sms = SMSReport(status: "pending", provider: nil, providerMessageID: nil, errorCode: nil, providerErrorCode: nil,

@@ -18,7 +18,7 @@ final class PauseStoreTests: PGWorkerTestCase {
     func testFirstInsertWinsAndCompareAndSetRefusesAStaleVersionR_KIND_4() throws {
         let a = store(), b = store()
         let t = OutageThresholds.default
-        let p = PauseRules.start(scope: "host https://api.push.apple.com", cause: .connectionFailures, detail: "notSent refused",
+        let p = PauseRules.start(scope: "host https://api.push.apple.com", cause: .connectionFailures, detail: "not sent refused",
                                  retryAfter: nil, now: t0, thresholds: t)
         let first = try a.insert(p)
         XCTAssertTrue(first.inserted)
@@ -47,7 +47,11 @@ final class PauseStoreTests: PGWorkerTestCase {
         _ = try s.insert(PauseRules.start(scope: "fcm-project acme", cause: .quotaExceeded, detail: "response 429 QUOTA_EXCEEDED",
                                           retryAfter: 30, now: now, thresholds: .default))
         _ = try s.insert(PauseRules.start(scope: "host https://api.push.apple.com", cause: .connectionFailures,
-                                          detail: "notSent refused", retryAfter: nil, now: now, thresholds: .default))
+                                          detail: "not sent refused", retryAfter: nil, now: now, thresholds: .default))
+        // One job whose time has not come (as a held one's has not): available, not due.
+        let app = try createApp(name: "held")
+        try register(app, user: "u")
+        _ = try enqueue(app, users: ["u"]) { $0.sendAt = Date().addingTimeInterval(3_600) }
         let json = try CLIRun.run(["stats", "--json"], database: database.conninfo)
         XCTAssertEqual(json.status, 0, json.output)
         let answer = try XCTUnwrap(json.answer, json.output)
@@ -60,5 +64,9 @@ final class PauseStoreTests: PGWorkerTestCase {
         let text = try CLIRun.run(["stats"], database: database.conninfo)
         XCTAssertTrue(text.output.contains("paused host https://api.push.apple.com  cause connection_failures"), text.output)
         XCTAssertTrue(text.output.contains("paused fcm-project acme  cause quota_exceeded"), text.output)
+        // Held jobs are not due: the line says where they are (it showed "due 0" and nothing else).
+        XCTAssertTrue(text.output.contains("due 0  not_due 1  running"), text.output)
+        XCTAssertTrue(text.output.contains("held: deliveries to the paused scopes wait among the 1 jobs not yet due"), text.output)
+        XCTAssertEqual(answer["not_due"] as? Int, 1, json.output)
     }
 }

@@ -23,6 +23,17 @@ final class ProviderGateTests: XCTestCase {
         for _ in 0..<n { g.report(scopes: [host], signal: .connectionFailure, decision: .send, detail: "notSent", now: now) }
     }
 
+    /// The detail a pause (and a delivery's `error_detail`) carries says the transport outcome in
+    /// words, not the Swift case name (`notSent` was shown to operators).
+    func testTheDetailSaysTheOutcomeInWords() {
+        XCTAssertEqual(BatchProcessor.detail(ProviderAnswer(transport: .notSent, rawDetail: "connection refused")),
+                       "not sent connection refused")
+        XCTAssertEqual(BatchProcessor.detail(ProviderAnswer(transport: .connectionError)), "connection error")
+        XCTAssertEqual(BatchProcessor.detail(ProviderAnswer(transport: .timeout)), "timeout")
+        XCTAssertEqual(BatchProcessor.detail(ProviderAnswer(transport: .response, httpStatus: 429, reason: "QUOTA_EXCEEDED")),
+                       "response 429 QUOTA_EXCEEDED")
+    }
+
     func testAPauseDetectedByOneWorkerHoldsTheOtherAndOnlyOneProbesR_KIND_4() throws {
         let (a, b, metrics) = gates()
         XCTAssertEqual(b.admit([[host]], now: at(0)), [.send])
@@ -51,7 +62,7 @@ final class ProviderGateTests: XCTestCase {
         XCTAssertEqual(b.admit([[host]], now: at(3.06)), [.send])
         XCTAssertEqual(metrics.providerResumes.value([host, "connection_failures"]), 1)
         XCTAssertEqual(metrics.providerProbes.value([host, "resumed"]), 1)
-        XCTAssertEqual(metrics.providerPaused.snapshot, [:])
+        XCTAssertEqual(metrics.providerPaused.snapshot, [host: 0], "a resumed scope reads 0: the series stays")
     }
 
     func testTwoWorkersRacingForOneProbeWithStaleViewsGetOneR_KIND_4() {

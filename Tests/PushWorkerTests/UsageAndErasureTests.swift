@@ -86,6 +86,41 @@ final class UsageAndErasureTests: PGWorkerTestCase {
         XCTAssertTrue(try store.report(accountID: account, appID: nil, mode: .live, range: try UsageRange.parse(from: nil, to: nil)).rows.isEmpty)
         XCTAssertThrowsError(try UsageRange.parse(from: "2026-02-30", to: nil))
         XCTAssertThrowsError(try UsageRange.parse(from: "2025-01-01", to: "2026-12-01"), "over 366 days")
+
+        // Pages: one row a page walks the whole report in order, each `next` the last row's
+        // cursor, and the last page has none (a page that stops early was `has_more` with no way on).
+        XCTAssertGreaterThan(wide.rows.count, 2, "the walk needs several pages")
+        XCTAssertNil(wide.next)
+        var paging = UsageStore(connection: conn)
+        paging.pageRows = 1
+        var walked: [UsageRow] = [], after: UsageCursor?, pages = 0
+        repeat {
+            let page = try paging.report(accountID: account, appID: nil, mode: nil, range: try UsageRange.parse(from: from, to: nil),
+                                         after: after)
+            XCTAssertEqual(page.rows.count, 1)
+            walked += page.rows
+            after = page.next
+            pages += 1
+            if let after { XCTAssertEqual(UsageCursor.parse(after.text), after, "the cursor's text reads back") }
+        } while after != nil && pages <= wide.rows.count
+        XCTAssertEqual(walked, wide.rows)
+        XCTAssertNil(UsageCursor.parse("2026-02-30.\(PrefixedID.format(.app, a)).test"))
+        XCTAssertNil(UsageCursor.parse("2026-02-03.\(PrefixedID.format(.app, a)).prod"))
+
+        // Another account's app, and an app outside a scoped credential's apps: NOT_FOUND, as the API
+        // answers (R-API-1), not an empty report.
+        let other = try AccountStore(connection: conn).createAccount(name: "other")
+        let theirs = try AppStore(connection: conn).appCreate(name: "theirs", accountID: other.id).id
+        for (app, scope) in [(theirs, nil), (b, [a])] as [(UUID, [UUID]?)] {
+            XCTAssertThrowsError(try store.report(accountID: account, appID: app, appIDs: scope, mode: nil,
+                                                  range: try UsageRange.parse(from: nil, to: nil))) {
+                XCTAssertEqual(($0 as? PushError)?.code, .notFound)
+                XCTAssertEqual(($0 as? PushError)?.field, "app_id")
+            }
+            XCTAssertThrowsError(try AuditStore(connection: conn).list(accountID: account, appID: app, appIDs: scope, after: nil, limit: 10)) {
+                XCTAssertEqual(($0 as? PushError)?.code, .notFound)
+            }
+        }
     }
 
     /// Every row of every table as text, with its bytea columns readable (test mode's stored

@@ -4,7 +4,8 @@ enum UsageQueries {
     /// UTC day, from the ledger (R-SEND-9):
     /// each app of the account (or the one `$2`, within the credential's apps `$3`) probes
     /// `push_ledger_usage_idx (app_id, mode, created_at) INCLUDE (kind)` for [$5, $6). `$4` the
-    /// mode (NULL: both). Deleted apps count too: what they were charged stays billable. `$7` limit.
+    /// mode (NULL: both). Deleted apps count too: what they were charged stays billable. `$7` limit;
+    /// `$8`, `$9`, `$10` the cursor's day, app and mode (NULL: the first page): rows after it.
     static let report = """
     SELECT a.id AS app_id, u.mode, u.day::text AS day, u.charged, u.refunded, u.sms
       FROM push_apps a CROSS JOIN LATERAL (
@@ -17,6 +18,7 @@ enum UsageQueries {
              AND l.created_at >= $5::timestamptz AND l.created_at < $6::timestamptz
            GROUP BY l.mode, (l.created_at AT TIME ZONE 'UTC')::date) u
      WHERE a.account_id = $1::uuid AND ($2::uuid IS NULL OR a.id = $2::uuid) AND ($3::uuid[] IS NULL OR a.id = ANY($3::uuid[]))
+       AND ($8::date IS NULL OR (u.day, a.id, u.mode) > ($8::date, $9::uuid, $10::text))
      ORDER BY u.day, a.id, u.mode
      LIMIT $7::int
     """
