@@ -273,7 +273,7 @@ final class PreviewFetchTests: PreviewTestCase {
     private func executedPlan(_ hash: [UInt8], _ nid: UUID) throws -> String {
         do {
             let r = try conn.exec("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) " + PreviewQueries.fetch,
-                                  [.bytea(hash), .uuid(nid)])
+                                  [.bytea(hash), .uuid(nid), .bool(true)])
             let json = try JSONSerialization.jsonObject(with: Data(try r.string(0, 0).utf8)) as? [[String: Any]]
             var out: [String] = []
             func walk(_ node: [String: Any], _ depth: Int) {
