@@ -10,9 +10,11 @@ import PushWorker
 ///   (`PreviewQueries.probe`): sealed to the device's current key as the push envelope (R-ENC-2)
 ///   (`{"object":"push_preview","notification_id","envelope":{"v":2,"kid","enc","ct"}}`, opening
 ///   to the R-ENC-3 plaintext), or for a keyless device as that plaintext in clear (`"content"`).
-///   Every refusal (unknown, malformed or another app's token, unknown or malformed id, revoked,
-///   erased, never addressed, refused delivery, device deactivated or moved to another user) is
-///   the same 404 with the same body after the same work: one SHA-256 and one statement.
+///   Only a notification sent `ids_only` is served (a sealed one's device opens its push). Every
+///   refusal (unknown, malformed or another app's token, unknown or malformed id, sent sealed,
+///   revoked, erased, never addressed, refused delivery, device deactivated or moved to another
+///   user) is the same 404 with the same body after the same work: one SHA-256 and one statement.
+///   A `HEAD` answers what the GET would, and confirms nothing.
 /// - `POST /v1/push/receipts` with `{"notification_id"}`: confirms the delivery (R-IDS-4) and
 ///   answers 204 whatever the case (R-IDS-3).
 ///
@@ -90,7 +92,10 @@ final class PreviewHandler: @unchecked Sendable {
         try limit(hash, client: client)
         let notification = PrefixedID.parse(id, as: .notification) ?? PreviewStore.noNotification
         let found = try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
-            try PreviewStore(connection: conn).fetch(tokenHash: hash, notificationID: notification)
+            // A HEAD delivers no content to the device: it confirms nothing (R-IDS-4), after the
+            // same lookups and with the same answers as the GET.
+            try PreviewStore(connection: conn).fetch(tokenHash: hash, notificationID: notification,
+                                                     confirm: request.method != "HEAD")
         }
         guard let found else { throw Self.notFound }
         if found.newlyConfirmed {

@@ -41,6 +41,8 @@ enum ResponseBodies {
             .init("encrypted", bool(n.encrypted)), .init("content_mode", text(n.contentMode?.rawValue)),
             .init("device_count", int(n.deviceCount)),
             .init("confirmed_count", int(n.confirmedCount)), .init("revoked", .bool(n.revoked)),
+            .init("audience", .string(n.audience)), .init("user_count", n.userCount.map(int) ?? .null),
+            .init("platforms", n.platforms.map { .array($0.map(JSONValue.string)) } ?? .null),
             .init("error_code", text(n.errorCode)), .init("send_at", time(n.sendAt)),
             .init("created_at", time(n.acceptedAt)), .init("finished_at", time(n.finishedAt)),
             .init("sms", n.sms.map(sms) ?? .null),

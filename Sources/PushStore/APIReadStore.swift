@@ -49,6 +49,12 @@ public struct APINotification: Sendable, Equatable {
     public var confirmedCount = 0
     /// True once its content was revoked for every device (issue 24 part 4).
     public var revoked = false
+    /// `all` for a whole-app audience (issue 22), `users` for one of listed user ids.
+    public var audience = "users"
+    /// How many user ids it names (nil for a whole-app audience).
+    public var userCount: Int? = nil
+    /// The platforms a whole-app audience was narrowed to, nil when not narrowed.
+    public var platforms: [String]? = nil
 }
 
 /// One page of a list: at most the limit asked for, and whether more follow.
@@ -172,6 +178,11 @@ public final class APIReadStore {
                                 acceptedAt: try r.date(i, "accepted_at"), finishedAt: try r.decode(i, "finished_at"),
                                 deliveries: nil, sms: try SMSStore.report(r, i))
         n.revoked = try r.bool(i, "revoked")
+        let audience: String? = try r.decode(i, "audience")
+        n.audience = audience ?? "users"
+        n.userCount = audience == nil ? try r.int(i, "user_count") : nil
+        let platforms: String? = try r.decode(i, "audience_platforms")
+        n.platforms = try platforms.map { try PGArrayText.strings($0) }
         // Lists carry the count (`APIQueries.notificationList`); a read with deliveries counts them.
         if (try? r.columnIndex(named: "confirmed_count")) != nil { n.confirmedCount = try r.int(i, "confirmed_count") }
         return n

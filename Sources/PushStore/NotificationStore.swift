@@ -120,6 +120,11 @@ public struct NotificationReport: Sendable, Codable {
     /// When its content was revoked for every device, and the users revoked one by one (issue 24).
     public var revokedAt: Date? = nil
     public var revokedUserIDs: [String] = []
+    /// `all` for a whole-app audience (issue 22), `users` for one of listed user ids; the user ids
+    /// (empty for `all`) and the platforms a whole-app audience was narrowed to (nil: not narrowed).
+    public var audience = "users"
+    public var userIDs: [String] = []
+    public var platforms: [String]? = nil
 
     /// Every member, absent ones as `null` (`"sms": null` as in the API's answer), for
     /// `pushfleet notifications show --json`.
@@ -143,6 +148,9 @@ public struct NotificationReport: Sendable, Codable {
         try c.encode(confirmedCount, forKey: .confirmedCount)
         try c.encode(revokedAt, forKey: .revokedAt)
         try c.encode(revokedUserIDs, forKey: .revokedUserIDs)
+        try c.encode(audience, forKey: .audience)
+        try c.encode(userIDs, forKey: .userIDs)
+        try c.encode(platforms, forKey: .platforms)
     }
 }
 
@@ -287,6 +295,10 @@ public final class NotificationStore {
         report.confirmedCount = deliveries.filter { $0.confirmedAt != nil }.count
         report.revokedAt = try n.decode(0, "revoked_at")
         report.revokedUserIDs = try PGArrayText.strings(n.string(0, "revoked_user_ids"))
+        report.audience = try n.decode(0, "audience") ?? "users"
+        report.userIDs = try PGArrayText.strings(n.string(0, "user_ids"))
+        let platforms: String? = try n.decode(0, "audience_platforms")
+        report.platforms = try platforms.map { try PGArrayText.strings($0) }
         return report
     }
 }

@@ -149,10 +149,12 @@ public final class PGQueueStore: QueueStore {
         }
     }
 
-    public func confirmingApps(limit: Int) throws -> Set<UUID> {
+    public func confirmingApps(limit: Int) throws -> [UUID: Date] {
         try Self.run {
             let r = try connection.exec(JobQueries.confirmingApps, [.int(limit)])
-            return Set(try r.rows.map { try r.uuid($0, "id") })
+            var apps: [UUID: Date] = [:]
+            for i in r.rows { apps[try r.uuid(i, "id")] = try r.date(i, "confirm_deliveries_since") }
+            return apps
         }
     }
 

@@ -49,10 +49,11 @@ public final class PreviewStore {
 
     /// The content for the device of `tokenHash` (SHA-256 of its preview token) and
     /// `notificationID` (pass `PreviewStore.noNotification` for a malformed id), or nil for every
-    /// refusal alike. One statement, the same lookups in every case.
-    public func fetch(tokenHash: [UInt8], notificationID: UUID) throws -> PreviewContent? {
+    /// refusal alike. One statement, the same lookups in every case. `confirm` false (a `HEAD`:
+    /// no content reaches the device) leaves the delivery unconfirmed (R-IDS-4).
+    public func fetch(tokenHash: [UInt8], notificationID: UUID, confirm: Bool = true) throws -> PreviewContent? {
         let r = try connection.execPrepared(name: "pushfleet_preview_fetch", sql: PreviewQueries.fetch,
-                                            params: [.bytea(tokenHash), .uuid(notificationID)])
+                                            params: [.bytea(tokenHash), .uuid(notificationID), .bool(confirm)])
         guard r.rowCount == 1, try r.bool(0, "allowed") else { return nil }
         return PreviewContent(
             notificationID: try r.uuid(0, "notification_id"), appID: try r.uuid(0, "app_id"), mode: try r.string(0, "mode"),
@@ -102,7 +103,8 @@ public struct ConfirmationRate: Sendable, Equatable, Codable {
 }
 
 extension PreviewStore {
-    /// Sent deliveries finished since `since` of apps with `confirm_deliveries`, and how many of
+    /// Sent deliveries finished since `since` that count towards the confirmation rate (of apps with
+    /// `confirm_deliveries`, sent since it was turned on: `PreviewQueries.counted`), and how many of
     /// them are confirmed, by app, mode and platform. A range of `push_deliveries_finished_idx`
     /// (an operator's command, never a hot path).
     public func confirmationRates(since: Date) throws -> [ConfirmationRate] {

@@ -47,9 +47,10 @@ public protocol QueueStore: AnyObject {
     func jobNextRunAt() throws -> Date?
     /// Queue depth by state.
     func queueStats() throws -> QueueStats
-    /// The apps with `confirm_deliveries` (R-IDS-4), whose sent pushes the worker counts for the
-    /// confirmation rate; at most `limit`. A store without apps answers none.
-    func confirmingApps(limit: Int) throws -> Set<UUID>
+    /// The apps with `confirm_deliveries` (R-IDS-4), each with its `confirm_deliveries_since`: the
+    /// worker counts their pushes sent since then for the confirmation rate (the deliveries
+    /// `PreviewQueries.counted` defines); at most `limit`. A store without apps answers none.
+    func confirmingApps(limit: Int) throws -> [UUID: Date]
 
     // MARK: Send time and batches
 
@@ -215,7 +216,7 @@ public enum QueueStoreError: Error, CustomStringConvertible {
 
 extension QueueStore {
     /// None: a store without an apps table (the in-memory one) counts no confirmation series.
-    public func confirmingApps(limit: Int) throws -> Set<UUID> { [] }
+    public func confirmingApps(limit: Int) throws -> [UUID: Date] { [:] }
 
     /// `jobClaim` with the request's fields as arguments.
     public func jobClaimBatch(owner: String, limit: Int, leaseSeconds: Double, window: Int = 1000,

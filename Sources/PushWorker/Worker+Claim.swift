@@ -232,8 +232,11 @@ extension Worker {
             zip(inputs, loaded).map { BatchProcessor.Input(job: $0.0.job, encrypted: $0.0.encrypted, devices: $0.1) },
             now: Date())
         var outcomes: [BatchOutcome] = []
-        for (i, input) in inputs.enumerated() where confirmingApps.contains(input.job.notification.appID) {
-            countSent(input.job.notification, outputs[i].records, loaded[i])
+        let sentAt = Date()
+        for (i, input) in inputs.enumerated() {
+            if let since = confirmingApps[input.job.notification.appID], since <= sentAt {
+                countSent(input.job.notification, outputs[i].records, loaded[i])
+            }
         }
         for (input, output) in zip(inputs, outputs) {
             if keeper.isLost(input.job.id) {
@@ -247,7 +250,9 @@ extension Worker {
     }
 
     /// Counts the pushes providers accepted for an app with `confirm_deliveries`, by platform
-    /// (`pushfleet_pushes_sent_total`, R-IDS-4): at send, once per provider acceptance.
+    /// (`pushfleet_pushes_sent_total`, R-IDS-4): at send, once per provider acceptance, when the
+    /// app's `confirm_deliveries_since` is at or before the send (`PreviewQueries.counted`'s rule,
+    /// as of the worker's last refresh of the apps, every `statsInterval`).
     private func countSent(_ n: NotificationRow, _ records: [DeliveryRecord], _ devices: [BatchDeviceRow]) {
         var platforms: [UUID: String] = [:]
         for d in devices { platforms[d.deviceID] = d.platform }

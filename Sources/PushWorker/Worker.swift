@@ -24,9 +24,9 @@ public final class Worker: @unchecked Sendable {
     /// held, so heartbeats keep the leases) and recorded through the same path once a session is
     /// back, never sent again. A job whose lease was lost meanwhile is dropped (its new owner sends it).
     var deferredRecords: [BatchOutcome] = []
-    /// Apps with `confirm_deliveries`, refreshed with the queue gauges: their sent pushes are
-    /// counted by platform for the confirmation rate (R-IDS-4).
-    var confirmingApps: Set<UUID> = []
+    /// Apps with `confirm_deliveries` and when it was turned on, refreshed with the queue gauges:
+    /// their pushes sent since then are counted by platform for the confirmation rate (R-IDS-4).
+    var confirmingApps: [UUID: Date] = [:]
     /// Claimed jobs not sent, whose give-back could not be written (the session broke): given
     /// back first thing on the next session, or before exiting.
     var deferredReleases: [JobLease] = []

@@ -7,6 +7,8 @@ enum Report {
     static func text(_ r: NotificationReport) -> String {
         var lines: [String] = []
         lines.append("notification \(PrefixedID.format(.notification, r.id))  mode=\(r.mode)  status=\(r.status)  encrypted=\(r.encrypted.map(String.init) ?? "-")  content_mode=\(r.contentMode?.rawValue ?? "-")  device_count=\(r.deviceCount)  confirmed_count=\(r.confirmedCount)  error_code=\(r.errorCode ?? "-")")
+        let audience = r.audience == "all" ? "all devices of the app" : "user_ids \(r.userIDs.joined(separator: ","))"
+        lines.append("  audience \(audience)" + (r.platforms.map { "  platforms \($0.joined(separator: ","))" } ?? ""))
         if r.revokedAt != nil || !r.revokedUserIDs.isEmpty {
             lines.append("  revoked \(r.revokedAt.map { iso($0) } ?? "for \(r.revokedUserIDs.count) user(s)")")
         }

@@ -19,6 +19,7 @@ final class ConfirmedDeliveryTests: PreviewTestCase {
         let ios = try (1...4).map { try device("test_accept_ios_\($0)") }
         let android = try (1...3).map { try device("test_accept_android_\($0)", platform: "android") }
         let quiet = try AppStore(connection: conn).appCreate(name: "no confirmations", accountID: account.id)
+        try idsOnly(quiet.id)
         let quietDevice = try device("test_accept_quiet", app: PrefixedID.format(.app, quiet.id))
         let n = try send()
         let nQuiet = try send(app: PrefixedID.format(.app, quiet.id))
@@ -53,6 +54,7 @@ final class ConfirmedDeliveryTests: PreviewTestCase {
     /// once; it answers the same empty 204 for an unknown token, an unknown or malformed id, a
     /// device never addressed and an app that does not confirm (R-IDS-3), changing nothing then.
     func testAReceiptConfirmsASealedDeliveryAndAnswers204WhateverTheCase() throws {
+        try idsOnly(app, mode: "sealed")
         XCTAssertEqual(try call("PATCH", "/v1/push/apps/\(appID)", key: testKey, json: #"{"confirm_deliveries":true}"#).status, 200)
         let (_, key) = try keyPair()
         let phone = try device("test_accept_phone", publicKey: key)
@@ -73,6 +75,7 @@ final class ConfirmedDeliveryTests: PreviewTestCase {
         XCTAssertEqual(Self.value(try apiMetrics(),
                                   "pushfleet_pushes_confirmed_total{app_id=\"\(appID)\",mode=\"test\",platform=\"ios\"}"), 1)
         XCTAssertEqual(try call("GET", "/v1/push/notifications/\(n)", key: testKey).json["confirmed_count"] as? Int, 1)
+        XCTAssertEqual(try fetch(n, token: phone.token).status, 404, "a sealed notification is never served by the fetch")
         // Bodies are checked before anything else, the same way for every token.
         let bad = try RawHTTP.call(port: port, "POST", "/v1/push/receipts",
                                    headers: [("Authorization", "Bearer \(phone.token)"), ("Content-Type", "application/json")],

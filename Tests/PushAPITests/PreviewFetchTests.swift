@@ -133,30 +133,41 @@ final class PreviewFetchTests: PreviewTestCase {
 
     /// Every refusal is the same 404 with the same body, and the same work: one SHA-256 of the
     /// token and one prepared statement whose executed plan (each node and how many times it ran)
-    /// is the same in every case (R-IDS-3; counted, never timed).
+    /// is the same in every case (R-IDS-3; counted, never timed). A notification sent sealed is one
+    /// of the refusals (sql/0022: its device opens its push), even to a device it was delivered to.
     func testEveryRefusalIsTheSame404WithTheSameStatementsAndPlan() throws {
         let strict = try AppStore(connection: conn).appCreate(name: "strict", requireEncryption: true, accountID: account.id)
         let strictID = PrefixedID.format(.app, strict.id)
+        try idsOnly(strict.id)
+        let sealedApp = try AppStore(connection: conn).appCreate(name: "sealed", accountID: account.id)
+        let sealedAppID = PrefixedID.format(.app, sealedApp.id)
         let served = try device("test_accept_served", user: "u1")
         let revoked = try device("test_accept_revoked", user: "u1")
         let moved = try device("test_accept_moved", user: "u1")
         let deleted = try device("test_accept_deleted", user: "u1")
         let stranger = try device("test_accept_stranger", user: "u2")
-        let refused = try device("test_accept_refused", user: "u1", app: strictID)
+        let refused = try device("test_app_mismatch", user: "u1", app: strictID)
         let other = try device("test_accept_other", user: "u1", app: otherAppID, apiKey: otherTestKey)
+        let sealedPhone = try device("test_accept_sealed", user: "u1", app: sealedAppID)
         let n = try send(users: ["u1"])
         let nRevoked = try send(users: ["u1"])
         let nStrict = try send(users: ["u1"], app: strictID)
         let nOther = try send(users: ["u1"], app: otherAppID, apiKey: otherTestKey)
         let nErased = try send(users: ["u1"])
         let nWindow = try send(users: ["u1"])
+        let nSealed = try send(users: ["u1"], app: sealedAppID)
         try deliver()
         XCTAssertEqual(try fetch(n, token: served.token).status, 200, "the baseline is served")
         XCTAssertEqual(try fetch(nOther, token: other.token).status, 200, "the other app's token works on its own")
         XCTAssertEqual(try call("POST", "/v1/push/notifications/\(nRevoked)/revoke", key: testKey).status, 200)
         _ = try device("test_accept_moved", user: "u9")
         XCTAssertEqual(try call("DELETE", "/v1/push/devices/\(deleted.id)", key: testKey).status, 200)
-        XCTAssertEqual(try count("push_deliveries", "status = 'failed' AND error_code = 'ENCRYPTION_KEY_MISSING'"), 1)
+        XCTAssertEqual(try count("push_deliveries", "status = 'failed' AND error_code = 'APP_MISMATCH'"), 1)
+        let sealedID = try XCTUnwrap(PrefixedID.parse(nSealed, as: .notification))
+        XCTAssertEqual(try count("push_deliveries", "status = 'sent' AND notification_id = '\(sealedID.uuidString.lowercased())'"), 1,
+                       "the sealed notification reached its device")
+        XCTAssertEqual(try count("push_notifications", "content_mode = 'sealed' AND content_erased_at IS NULL AND title IS NOT NULL"), 1,
+                       "and its content is still stored")
         try conn.exec("UPDATE push_notifications SET content_erased_at = now(), title = NULL, body = NULL, data = NULL WHERE id = $1",
                       [.uuid(try XCTUnwrap(PrefixedID.parse(nErased, as: .notification)))])
         try conn.exec("UPDATE push_notifications SET preview_until = now() - interval '1 second' WHERE id = $1",
@@ -176,6 +187,7 @@ final class PreviewFetchTests: PreviewTestCase {
             ("no token", n, nil),
             ("content erased", nErased, served.token),
             ("preview window over", nWindow, served.token),
+            ("sent sealed", nSealed, sealedPhone.token),
         ]
         var bodies = Set<String>()
         for (name, id, token) in cases {
@@ -261,7 +273,7 @@ final class PreviewFetchTests: PreviewTestCase {
     private func executedPlan(_ hash: [UInt8], _ nid: UUID) throws -> String {
         do {
             let r = try conn.exec("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) " + PreviewQueries.fetch,
-                                  [.bytea(hash), .uuid(nid)])
+                                  [.bytea(hash), .uuid(nid), .bool(true)])
             let json = try JSONSerialization.jsonObject(with: Data(try r.string(0, 0).utf8)) as? [[String: Any]]
             var out: [String] = []
             func walk(_ node: [String: Any], _ depth: Int) {

@@ -8,8 +8,20 @@ import PushWorker
 
 /// Base of the preview tests (issue 24, R-IDS-2..4): devices registered through the API with their
 /// preview tokens, notifications sent through the API and delivered by an in-process worker in test
-/// mode (the simulator), previews fetched over a real socket.
+/// mode (the simulator), previews fetched over a real socket. The two apps are `ids_only` (only a
+/// notification sent so is served, sql/0022); `idsOnly(_:)` switches another one.
 class PreviewTestCase: APITestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try idsOnly(app)
+        try idsOnly(otherApp)
+    }
+
+    /// Sets the app's content mode to `ids_only` (or `mode`), as a live key's PATCH would.
+    func idsOnly(_ app: UUID, mode: String = "ids_only") throws {
+        try conn.exec("UPDATE push_apps SET content_mode = $2 WHERE id = $1", [.uuid(app), .text(mode)])
+    }
+
     /// A device as registered: its id and the preview token the registration answered.
     struct Device {
         var id: String

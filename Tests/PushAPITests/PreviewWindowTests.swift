@@ -52,6 +52,10 @@ final class PreviewWindowTests: PreviewTestCase {
         try deliver()
         let heldID = try XCTUnwrap(PrefixedID.parse(held, as: .notification))
         try conn.exec("UPDATE push_notifications SET preview_until = now() + interval '1 hour' WHERE id = $1", [.uuid(heldID)])
+        // The app is ids_only (PreviewTestCase): both got the app's 72-hour window at their send
+        // time; the plain one is made one without a window.
+        try conn.exec("UPDATE push_notifications SET preview_until = NULL WHERE id = $1",
+                      [.uuid(try XCTUnwrap(PrefixedID.parse(plain, as: .notification)))])
         let maintainer = Maintainer(config: Maintainer.Config())
         XCTAssertEqual(try maintainer.runOnce(connection: conn).erased, 1, "only the one without a window")
         XCTAssertEqual(try count("push_notifications", "content_erased_at IS NOT NULL"), 1)

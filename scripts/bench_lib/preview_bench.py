@@ -36,29 +36,34 @@ def run(binary, url, psql, out, requests=2000):
         return json.loads(r.stdout) if r.stdout.strip() else {}
 
     account = cli("accounts", "create", "--name", "preview-bench")["id"]
-    app = cli("apps", "create", "--name", "preview bench", "--account", account)["id"]
+    # Only a notification sent ids_only is served (sql/0022); a sealed app's is one more refusal.
+    ids = ("--content-mode", "ids_only")
+    app = cli("apps", "create", "--name", "preview bench", "--account", account, *ids)["id"]
     strict = cli("apps", "create", "--name", "preview bench strict", "--account", account,
-                 "--require-encryption", "true")["id"]
-    other = cli("apps", "create", "--name", "preview bench other", "--account", account)["id"]
+                 "--require-encryption", "true", *ids)["id"]
+    other = cli("apps", "create", "--name", "preview bench other", "--account", account, *ids)["id"]
+    sealed = cli("apps", "create", "--name", "preview bench sealed", "--account", account)["id"]
 
     def device(app_id, token, user):
         r = cli("devices", "register", "--app", app_id, "--mode", "test", "--platform", "ios",
                 "--apns-environment", "sandbox", "--token", token, "--user", user)
-        return r["device"]["id"], r["preview_token"]
+        return r["device"]["id"], r.get("preview_token")  # absent when the registration updated a device
 
     served, served_tok = device(app, "test_accept_served", "u1")
     _, revoked_tok = device(app, "test_accept_revoked", "u1")
     _, moved_tok = device(app, "test_accept_moved", "u1")
     deleted, deleted_tok = device(app, "test_accept_deleted", "u1")
     _, stranger_tok = device(app, "test_accept_stranger", "u2")
-    _, refused_tok = device(strict, "test_accept_refused", "u1")
+    _, refused_tok = device(strict, "test_app_mismatch", "u1")   # the simulator refuses it (APP_MISMATCH)
     _, other_tok = device(other, "test_accept_other", "u1")
+    _, sealed_tok = device(sealed, "test_accept_sealed", "u1")
 
     def send(app_id):
         return cli("send", "--app", app_id, "--mode", "test", "--user", "u1", "--title", "Lunch at 12",
                    "--body", "Table for two", "--data", '{"order":"42"}')["notification_id"]
 
     n, n_revoked, n_strict, n_erased, n_window = send(app), send(app), send(strict), send(app), send(app)
+    n_sealed = send(sealed)
     send(other)
     r = subprocess.run([binary, "worker", "--until-drained"], capture_output=True, text=True, env=env, timeout=300)
     if r.returncode != 0:
@@ -86,6 +91,7 @@ def run(binary, url, psql, out, requests=2000):
         ("no token", n, None, 404),
         ("content erased", n_erased, served_tok, 404),
         ("preview window over", n_window, served_tok, 404),
+        ("sent sealed", n_sealed, sealed_tok, 404),
     ]
 
     api_log = open(os.path.join(TMP, "api.log"), "w")
@@ -93,7 +99,7 @@ def run(binary, url, psql, out, requests=2000):
                            env=dict(env, PUSHFLEET_PREVIEW_RATE_PER_TOKEN="1000000", PUSHFLEET_PREVIEW_BURST_PER_TOKEN="1000000",
                                     PUSHFLEET_PREVIEW_RATE_PER_ADDRESS="1000000", PUSHFLEET_PREVIEW_BURST_PER_ADDRESS="1000000",
                                     PUSHFLEET_PREVIEW_RATE_OVERALL="10000000", PUSHFLEET_PREVIEW_BURST_OVERALL="10000000",
-                                    PUSHFLEET_LOG_LEVEL="warn"))
+                                    PUSHFLEET_LOG_LEVEL="info"))   # api.start (info) names the port
     try:
         port = None
         for _ in range(100):

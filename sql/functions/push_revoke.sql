@@ -1,15 +1,21 @@
 -- push_revoke: revokes a notification's content for preview fetches (issue 24 part 4, R-IDS-2):
--- for every device (p_user_ids NULL: revoked_at set, kept at its first value) or for the devices
--- of the users named (added to revoked_user_ids, each once). Later fetches answer the same 404 as
--- any other refusal; nothing else changes (the deliveries, the ledger, the retention's erasure).
+-- for every device (p_user_ids NULL: revoked_at set, kept at its first value, and the content
+-- erased at once in this transaction, push_erase_content, sql/0022: a revoked notification's
+-- content is no longer held) or for the devices of the users named (added to revoked_user_ids,
+-- each once; the content stays for the other devices' fetches). Later fetches answer the same 404
+-- as any other refusal; the deliveries and the ledger stay. A whole revocation needs the
+-- notification final (finished_at set): while it is pending or sending its content is still to be
+-- pushed, and it is refused with NOT_REVOCABLE (cancel a pending one instead; a per-user
+-- revocation works at any time).
 -- Bounds (R-LIM-1): 1 to 1,000 user ids of 1 to 255 characters per call, and at most 1,000 revoked
 -- users on a notification in all. Returns false for an unknown notification. Locks the
 -- notification row only (sql/LOCK_ORDER.md).
-CREATE FUNCTION push_revoke(p_notification_id uuid, p_user_ids text[])
+CREATE OR REPLACE FUNCTION push_revoke(p_notification_id uuid, p_user_ids text[])
 RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     v_users text[];
+    v_finished timestamptz;
 BEGIN
     IF p_user_ids IS NOT NULL THEN
         IF cardinality(p_user_ids) NOT BETWEEN 1 AND 1000 THEN
@@ -19,12 +25,17 @@ BEGIN
             PERFORM push_refuse('user_ids', 'each must be 1 to 255 characters');
         END IF;
     END IF;
-    SELECT n.revoked_user_ids INTO v_users FROM push_notifications n WHERE n.id = p_notification_id FOR UPDATE;
+    SELECT n.revoked_user_ids, n.finished_at INTO v_users, v_finished
+      FROM push_notifications n WHERE n.id = p_notification_id FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     IF p_user_ids IS NULL THEN
+        IF v_finished IS NULL THEN
+            RAISE EXCEPTION 'NOT_REVOCABLE: the notification has not finished sending; cancel it while it is pending, or revoke it once it is final (a revocation for user_ids works at any time)';
+        END IF;
         UPDATE push_notifications n SET revoked_at = coalesce(n.revoked_at, now()) WHERE n.id = p_notification_id;
+        PERFORM push_erase_content(ARRAY[p_notification_id]);
         RETURN true;
     END IF;
     v_users := ARRAY(SELECT DISTINCT u FROM unnest(v_users || p_user_ids) u ORDER BY u);

@@ -52,7 +52,8 @@ enum APIQueries {
 
     static let notificationColumns = """
     n.id, n.app_id, n.status, n.encrypted, n.content_mode, n.device_count, n.error_code, n.send_at, n.accepted_at, \
-    n.finished_at, n.revoked_at IS NOT NULL AS revoked
+    n.finished_at, n.revoked_at IS NOT NULL AS revoked, n.audience, n.audience_platforms, \
+    cardinality(n.user_ids) AS user_count
     """
 
     /// A delivery's columns as `APIReadStore.notificationWithDeliveries` reads them, from `push_deliveries v`.

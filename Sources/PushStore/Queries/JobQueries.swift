@@ -277,6 +277,7 @@ enum JobQueries {
     /// Apps with `confirm_deliveries` (R-IDS-4), refreshed with the queue gauges: a scan of
     /// push_apps (one row per app, read every `statsInterval`, never on the send path).
     static let confirmingApps = """
-    SELECT id FROM push_apps WHERE confirm_deliveries AND deleted_at IS NULL ORDER BY id LIMIT $1::int
+    SELECT id, confirm_deliveries_since FROM push_apps
+     WHERE confirm_deliveries AND confirm_deliveries_since IS NOT NULL AND deleted_at IS NULL ORDER BY id LIMIT $1::int
     """
 }

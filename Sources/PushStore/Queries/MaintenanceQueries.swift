@@ -66,37 +66,25 @@ enum MaintenanceQueries {
     DELETE FROM push_events WHERE id IN (SELECT id FROM ev)
     """
 
-    /// Erases title, body, data, sound, thread id, the kind texts (category, target content id,
-    /// critical sound name, loc keys and args, channel id) and the SMS fallback's phone and text
-    /// (R-SMS-1) of notifications final before `$1` (and, for `ids_only` ones, whose preview window
-    /// ended before `$1` too: `preview_until`, issue 24 part 4) and marks them
-    /// `content_erased_at` (issue 4 retention), at most `$2` notifications; with them, the request
-    /// bodies test mode stored per delivery (`push_deliveries.payload`, which hold the same content,
-    /// at most 1,000 devices per test-mode app, R-DEV-6). The rest of the rows (status, counts,
-    /// ledger, delivery outcomes) stays. Returns `erased`, the notifications erased.
+    /// Erases the content of notifications final before `$1` (and, for `ids_only` ones, whose
+    /// preview window ended before `$1` too: `preview_until`, issue 24 part 4), at most `$2`
+    /// notifications, with `push_erase_content` (sql/0022: title, body, data, the kind texts, the SMS
+    /// fallback's phone and text, R-SMS-1, and the request bodies test mode stored per delivery, at
+    /// most 1,000 devices per test-mode app, R-DEV-6; the one definition a whole revocation uses
+    /// too), marking them `content_erased_at` (issue 4 retention). The rest of the rows (status,
+    /// counts, ledger, delivery outcomes) stays. Returns `erased`, the notifications erased.
     /// `push_notifications_erasable_v2_idx` (on greatest(finished_at, preview_until), sql/0020), then
     /// the primary key of push_deliveries.
     static let eraseFinalContent = """
-    WITH erased AS (
-        UPDATE push_notifications
-           SET title = NULL, body = NULL, data = NULL, sound = NULL, thread_id = NULL, category = NULL,
-               target_content_id = NULL, critical_sound_name = NULL, title_loc_key = NULL, title_loc_args = NULL,
-               body_loc_key = NULL, body_loc_args = NULL, channel_id = NULL, sms_phone = NULL, sms_text = NULL,
-               content_erased_at = now()
-         WHERE id IN (SELECT id FROM push_notifications
-                       WHERE finished_at IS NOT NULL AND content_erased_at IS NULL
-                         AND greatest(finished_at, preview_until) < $1::timestamptz
-                       ORDER BY greatest(finished_at, preview_until)
-                       LIMIT $2::int
-                         FOR UPDATE SKIP LOCKED)
-           AND content_erased_at IS NULL
-        RETURNING id
-    ), payloads AS (
-        UPDATE push_deliveries d SET payload = NULL
-          FROM erased WHERE d.notification_id = erased.id AND d.payload IS NOT NULL
-        RETURNING 1
+    WITH picked AS (
+        SELECT id FROM push_notifications
+         WHERE finished_at IS NOT NULL AND content_erased_at IS NULL
+           AND greatest(finished_at, preview_until) < $1::timestamptz
+         ORDER BY greatest(finished_at, preview_until)
+         LIMIT $2::int
+           FOR UPDATE SKIP LOCKED
     )
-    SELECT (SELECT count(*) FROM erased)::int AS erased, (SELECT count(*) FROM payloads)::int AS payloads
+    SELECT e.erased, e.payloads FROM push_erase_content(ARRAY(SELECT id FROM picked)) e
     """
 
     /// R-SMS-1: phone, text and test-mode request of SMS fallbacks final before `$1` whose

@@ -101,7 +101,8 @@ enum RegistryQueries {
 
     static let notificationGet = """
     SELECT id, app_id, mode, status, encrypted, content_mode, device_count, error_code, send_at, accepted_at, started_at,
-           finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids, revoked_at, revoked_user_ids
+           finished_at, expires_at, priority, collapse_key, idempotency_key, user_ids, revoked_at, revoked_user_ids,
+           audience, audience_platforms
       FROM push_notifications WHERE id = $1::uuid
     """
 
