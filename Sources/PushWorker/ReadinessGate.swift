@@ -26,13 +26,13 @@ public final class ReadinessGate {
     /// order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook dispatcher and retention deleting
     /// events with their outbox rows; sql/0008_api_accounts the accounts and keys of `pushfleet api`
     /// and the account-aware `push_app_create` the CLI calls; sql/0007 seals provider tokens.
-    public static let requiredSchemaVersion = 21
+    public static let requiredSchemaVersion = 23
 
     /// Every migration this build uses (the `sql/` files' versions up to `requiredSchemaVersion`;
     /// `ReadinessTests` holds it to the directory). All must be recorded, not only the highest: a
     /// branch's migration can land after higher ones (0008 and 0010 after 0011), and a database
     /// migrated by an earlier main records 0011 without them.
-    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]
+    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 23]
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
