@@ -67,3 +67,35 @@ extension WorkerTestCase {
         XCTAssertEqual(try openJobs(), 0)
     }
 }
+
+/// The worker's side (in-memory store): it gives PushCore's final decision with the record of
+/// exactly the jobs whose records are every delivery of their notification.
+final class SoleBatchWorkerTests: WorkerTestCase {
+    /// Single-device and empty-audience notifications it started in the claim get their final
+    /// state with the record (the same state the stored endings give); a notification split into
+    /// two batches, and one with a DEVICE_GONE row, never do.
+    func testTheWorkerGivesTheFinalStateOnlyForASoleBatchItStarted() throws {
+        let memory = try XCTUnwrap(world as? MemoryWorld)
+        let app = try createApp()
+        _ = try register(app, user: "one")
+        _ = try register(app, user: "two")
+        _ = try register(app, user: "two")
+        let moved = try register(app, user: "moved", platform: "ios", token: "shared-phone")
+        _ = try register(app, user: "moved", platform: "android")
+        let single = try enqueue(app, users: ["one"])
+        let nobody = try enqueue(app, users: ["nobody"])
+        let split = try enqueue(app, users: ["two"])
+        let gone = try enqueue(app, users: ["moved"])
+        XCTAssertEqual(try register(app, user: "bob", platform: "ios", token: "shared-phone"), moved, "moved before send time")
+        try drain(try makeWorker(batchSize: 1, claimLimit: 8))
+        XCTAssertEqual(memory.queue.finalsGiven[single], NotificationOutcome(status: .sent, errorCode: nil, deviceCount: 1))
+        XCTAssertEqual(memory.queue.finalsGiven[nobody], NotificationOutcome(status: .failed, errorCode: .noDevices, deviceCount: 0))
+        XCTAssertNil(memory.queue.finalsGiven[split], "two batches: decided from the stored endings")
+        XCTAssertNil(memory.queue.finalsGiven[gone], "a DEVICE_GONE row is an ending the records do not hold")
+        XCTAssertEqual(try notification(single).status, "sent")
+        XCTAssertEqual(try notification(nobody).errorCode, "NO_DEVICES")
+        XCTAssertEqual(try notification(split).status, "sent")
+        XCTAssertEqual(try notification(gone).status, "sent")
+        XCTAssertEqual(try notification(gone).deviceCount, 1)
+    }
+}

@@ -101,6 +101,7 @@ extension InMemoryQueue {
                 continue
             }
             let nid = n.row.id
+            if let final = o.final { finalsGiven[nid] = final }
             var deactivated = 0
             for r in o.records {
                 let key = DeliveryKey(notification: nid, device: r.deviceID)
