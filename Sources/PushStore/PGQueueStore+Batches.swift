@@ -92,11 +92,13 @@ extension PGQueueStore {
     }
 
     /// Two round trips at most, in one transaction: `push_record` with every outcome as one JSON
-    /// value, then `push_finalize_notifications` for the notifications whose last batch this was.
+    /// value (with the final state of each outcome that carries one, stored by that statement),
+    /// then `push_finalize_notifications` for the other notifications whose last batch this was.
     public func batchRecord(_ outcomes: [BatchOutcome], now: Date?, decideFinal: FinalDecision) throws -> [Int64: RecordOutcome] {
         if outcomes.isEmpty { return [:] }
         let batch = RecordJSON.batch(outcomes)
         let notificationOf = Dictionary(outcomes.map { ($0.job.id, $0.job.notification.id) }, uniquingKeysWith: { a, _ in a })
+        let given = Dictionary(outcomes.map { ($0.job.id, $0) }, uniquingKeysWith: { a, _ in a })
         return try Self.run {
             try connection.transaction { conn in
                 let r = try conn.execPrepared(name: "batch_record", sql: JobQueries.record,
@@ -113,7 +115,12 @@ extension PGQueueStore {
                     let remaining = try r.int(i, "remaining_batches")
                     let hasSMS = try r.bool(i, "has_sms")
                     var endings: [DeliveryEnding]? = nil
-                    if remaining == 0, let notification = notificationOf[jobID] {
+                    if remaining == 0, try r.isNull(i, "ending_codes"), let o = given[jobID], o.final != nil {
+                        // Its final state was given and stored by push_record itself: its endings
+                        // are its records' (every delivery of the notification), in the store's order.
+                        endings = o.records.sorted { PGUUIDText.format($0.deviceID) < PGUUIDText.format($1.deviceID) }
+                            .compactMap(\.ending)
+                    } else if remaining == 0, let notification = notificationOf[jobID] {
                         let codes = try PGArrayText.strings(r.string(i, "ending_codes"))
                         let nets = try PGArrayText.bools(r.string(i, "ending_nets"))
                         let list = zip(codes, nets).map { DeliveryEnding(recordedCode: $0 == "sent" ? nil : $0, netsCharge: $1) }
@@ -156,6 +163,11 @@ enum RecordJSON {
             w.int("job_id", o.job.id)
             w.string("lease_token", PGUUIDText.format(o.job.leaseToken))
             w.int("records", Int64(o.records.count))
+            if let final = o.final {
+                w.string("final_status", final.status.rawValue)
+                w.string("final_error_code", final.errorCode?.rawValue)
+                w.int("final_device_count", Int64(final.deviceCount))
+            }
             w.end()
         }
         w.raw(#"],"deliveries":["#)

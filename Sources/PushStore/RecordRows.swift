@@ -73,12 +73,29 @@ public struct BatchOutcome: Sendable {
     public var job: ClaimedJob
     public var records: [DeliveryRecord]
     public var credentials: CredentialChanges
+    /// The notification's final state as PushCore decided it from `records`, given only when they
+    /// are every delivery the notification will have (`soleBatchFinal`); the store then writes it
+    /// with the record (one step less per notification, issue 17) instead of asking `decideFinal`.
+    /// Stored only when this record ends the notification's last batch and it is not final yet.
+    public var final: NotificationOutcome?
 
     /// Makes a value.
-    public init(job: ClaimedJob, records: [DeliveryRecord], credentials: CredentialChanges = .init()) {
+    public init(job: ClaimedJob, records: [DeliveryRecord], credentials: CredentialChanges = .init(),
+                final: NotificationOutcome? = nil) {
         self.job = job
         self.records = records
         self.credentials = credentials
+        self.final = final
+    }
+
+    /// The final decision for records that are all of their notification's deliveries (a sole
+    /// batch started in this claim with no DEVICE_GONE row): `decide` over their endings, or nil
+    /// when one still retries (the notification is not over) or a device is recorded twice.
+    public static func soleBatchFinal(_ records: [DeliveryRecord], hasSMSFallback: Bool,
+                                      decide: FinalDecision) -> NotificationOutcome? {
+        let endings = records.compactMap(\.ending)
+        guard endings.count == records.count, Set(records.map(\.deviceID)).count == records.count else { return nil }
+        return decide(endings, hasSMSFallback)
     }
 }
 

@@ -63,6 +63,7 @@ extension Worker {
     /// Starts the claim's notification jobs, then loads, sends and records its batches in chunks.
     func process(_ jobs: [ClaimedJob], store: QueueStore) {
         let started = Date()
+        soleBatches = []
         for job in jobs where job.kind == .split { split(job, store: store) }
         let starts = start(jobs.filter { $0.kind == .notification }, store: store)
         var inputs: [GroupInput] = []
@@ -95,6 +96,7 @@ extension Worker {
                 job.notification.encrypted = s.encrypted
                 job.notification.contentMode = s.contentMode
                 job.notification.status = .sending
+                if s.gone == 0 && s.batchJobs <= 1 { soleBatches.insert(job.id) }
                 inputs.append((job, s.encrypted, inline))
             }
         }
@@ -244,7 +246,12 @@ extension Worker {
                 log.warn("batch.lease_lost", ["job_id": input.job.id])
                 continue
             }
-            outcomes.append(BatchOutcome(job: input.job, records: output.records, credentials: output.credentials))
+            let final = soleBatches.contains(input.job.id)
+                ? BatchOutcome.soleBatchFinal(output.records, hasSMSFallback: input.job.notification.hasSMSFallback,
+                                              decide: Self.decideFinal)
+                : nil
+            outcomes.append(BatchOutcome(job: input.job, records: output.records, credentials: output.credentials,
+                                         final: final))
         }
         return record(outcomes, store: store, started: started, deferred: false)
     }

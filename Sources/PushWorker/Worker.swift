@@ -37,6 +37,10 @@ public final class Worker: @unchecked Sendable {
     /// round trips since the previous one (the claim and start for the first chunk of a claim, then
     /// load and record per chunk), constant whatever the chunk's size.
     var claimStatements = 0
+    /// The jobs of the current claim this worker started as their notification's sole batch, with
+    /// no DEVICE_GONE row: their records are every delivery of the notification, so PushCore's final
+    /// decision goes with the record (`BatchOutcome.final`, one step less per notification).
+    var soleBatches: Set<Int64> = []
     /// Retention and cleanup, run by one worker of the fleet at a time; nil disables it.
     public var maintainer: Maintainer? = Maintainer(config: .fromEnvironment())
     /// SMS fallbacks (R-SMS-1), on their own thread and connection beside the job loop; nil: none.

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import PushCore
 import PushTestSupport
 @testable import PushStore
 
@@ -201,5 +202,109 @@ final class SetBasedRecordTests: PGTestCase {
              WHERE relname IN ('push_jobs', 'push_notifications') ORDER BY relname
             """)
         XCTAssertEqual(try r.rows.map { try r.string($0, "options") }, ["fillfactor=30", "fillfactor=50"])
+    }
+}
+
+/// sql/0023 (issue 17, fewer steps): a record that carries its notification's final state (a sole
+/// batch's, decided by PushCore beforehand) stores it in the record's own statement.
+extension SetBasedRecordTests {
+    private func finalJSON(_ job: Int64, _ token: UUID, _ device: UUID, status: String, code: String?, count: Int) -> String {
+        let (jobJSON, records) = record(job, token, [(device, "sent")])
+        let final = #","final_status":"\#(status)""# + (code.map { #","final_error_code":"\#($0)""# } ?? "")
+            + #","final_device_count":\#(count)}"#
+        return #"{"jobs":[\#(jobJSON.dropLast())\#(final)],"deliveries":[\#(records)],"credentials":[]}"#
+    }
+
+    private func leaseToken(_ job: Int64) throws -> UUID {
+        try conn.exec("SELECT lease_token FROM push_jobs WHERE id = $1", [.int64(job)]).uuid(0, "lease_token")
+    }
+
+    /// The notification row is written once, by push_record, with the state given: no endings
+    /// answered, no push_finalize_notifications to follow.
+    func testAFinalStateGivenWithTheLastBatchIsWrittenByTheRecordItself() throws {
+        let a = try device("aaaa")
+        let (notification, job) = try startedNotification(batchSize: 500)
+        let json = finalJSON(job, try leaseToken(job), a, status: "sent", code: nil, count: 1)
+        let session = try database.connect()
+        try session.exec("BEGIN")
+        let r = try session.exec("SELECT outcome, remaining_batches, ending_codes, ending_nets FROM push_record($1::json)",
+                                 [.text(json)])
+        XCTAssertEqual(try r.string(0, "outcome"), "recorded")
+        XCTAssertEqual(try r.int(0, "remaining_batches"), 0)
+        XCTAssertTrue(try r.isNull(0, "ending_codes"), "stored here: no endings for a decision")
+        XCTAssertTrue(try r.isNull(0, "ending_nets"))
+        let updates = try session.exec("SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'push_notifications'")
+            .int64(0, "n_tup_upd")
+        XCTAssertEqual(updates, 1, "the record alone writes the row, once")
+        let row = try session.exec("""
+            SELECT status, error_code, remaining_batches, device_count, finished_at IS NOT NULL AS finished
+              FROM push_notifications WHERE id = $1
+            """, [.uuid(notification)])
+        XCTAssertEqual(try row.string(0, "status"), "sent")
+        XCTAssertTrue(try row.isNull(0, "error_code"))
+        XCTAssertEqual(try row.int(0, "remaining_batches"), 0)
+        XCTAssertEqual(try row.int(0, "device_count"), 1)
+        XCTAssertTrue(try row.bool(0, "finished"))
+        try session.exec("COMMIT")
+    }
+
+    /// 'sms_fallback' given with the record queues the SMS once, as push_finalize_notifications
+    /// does; a state that is not final is refused; a notification final already (cancelled) keeps
+    /// its state and answers its endings.
+    func testAGivenSMSFallbackIsQueuedOnceAndANotFinalStateIsRefused() throws {
+        let a = try device("aaaa")
+        let (notification, job) = try startedNotification(batchSize: 500)
+        try conn.exec("UPDATE push_notifications SET sms_phone = '+35812345670', sms_text = 'fallback' WHERE id = $1",
+                      [.uuid(notification)])
+        let token = try leaseToken(job)
+        XCTAssertThrowsError(try conn.exec("SELECT * FROM push_record($1::json)",
+                                           [.text(finalJSON(job, token, a, status: "sending", code: nil, count: 0))])) {
+            XCTAssertTrue(String(describing: $0).contains("VALIDATION_ERROR"), "\($0)")
+        }
+        let json = finalJSON(job, token, a, status: "sms_fallback", code: "ALL_DEVICES_REFUSED", count: 0)
+        XCTAssertEqual(try conn.exec("SELECT outcome FROM push_record($1::json)", [.text(json)]).string(0, "outcome"), "recorded")
+        XCTAssertEqual(try notificationRow(notification, conn).0, "sms_fallback")
+        let outbox = try conn.exec("SELECT phone, text FROM push_sms_outbox WHERE notification_id = $1", [.uuid(notification)])
+        XCTAssertEqual(outbox.rowCount, 1)
+        XCTAssertEqual(try outbox.string(0, "text"), "fallback")
+
+        let (cancelled, job2) = try startedNotification(batchSize: 500)
+        try conn.exec("UPDATE push_notifications SET status = 'cancelled', finished_at = now() WHERE id = $1", [.uuid(cancelled)])
+        let r = try conn.exec("SELECT remaining_batches, ending_codes FROM push_record($1::json)",
+                              [.text(finalJSON(job2, try leaseToken(job2), a, status: "sent", code: nil, count: 1))])
+        XCTAssertEqual(try r.int(0, "remaining_batches"), 0)
+        XCTAssertFalse(try r.isNull(0, "ending_codes"), "not stored: the endings are answered as before")
+        let (status, remaining) = try notificationRow(cancelled, conn)
+        XCTAssertEqual(status, "cancelled")
+        XCTAssertEqual(remaining, 0)
+    }
+
+    /// PGQueueStore: a record with a final state is one round trip less than one without (no
+    /// push_finalize_notifications), each after both statements were prepared.
+    func testTheStoreRecordsASoleBatchWithItsFinalStateWithoutAFinalize() throws {
+        let a = try device("aaaa")
+        var notifications: [UUID] = []
+        for _ in 0..<3 {
+            notifications.append(try conn.exec("""
+                SELECT notification_id FROM push_enqueue($1, 'test', ARRAY['u1'], NULL, 'Hi', 'Body', NULL, NULL, NULL, NULL,
+                                                        NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                """, [.uuid(appID)]).uuid(0, "notification_id"))
+        }
+        let store = PGQueueStore(connection: try database.connect())
+        let jobs = try store.jobClaimBatch(owner: "t", limit: 3, leaseSeconds: 60)
+        XCTAssertEqual(jobs.count, 3)
+        _ = try store.notificationStart(jobs.map(\.lease), batchSize: 500)
+        var trips: [Int] = []
+        for (i, job) in jobs.enumerated() {
+            let records = [DeliveryRecord(deviceID: a, status: .sent, attempts: 1)]
+            let final = i == 2 ? NotificationOutcome(status: .sent, errorCode: nil, deviceCount: 1) : nil
+            let before = store.roundTrips
+            let r = try store.batchRecord([BatchOutcome(job: job, records: records, final: final)])
+            trips.append(store.roundTrips - before)
+            XCTAssertEqual(r[job.id], .recorded(BatchRecordResult(remainingBatches: 0, deactivated: 0, endings: [.sent],
+                                                                  hasSMSFallback: false)))
+        }
+        XCTAssertEqual(trips[2], trips[1] - 1, "no finalize: \(trips)")
+        for n in notifications { XCTAssertEqual(try notificationRow(n, conn).0, "sent") }
     }
 }

@@ -24,6 +24,9 @@ final class PGQueueConformanceTests: PGWorkerTestCase {
     func testAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() throws { try conformAppDeletedBeforeSendTimeEndsNoDevicesWithDeviceGoneRefunds() }
     func testVerdictOlderThanReRegistrationDoesNotDeactivate() throws { try conformVerdictOlderThanReRegistrationDoesNotDeactivate() }
     func testFinalStatesAndTheSMSOutbox() throws { try conformFinalStatesAndTheSMSOutbox() }
+    func testAFinalGivenWithTheLastBatchIsStoredAsToldAndNoDecisionIsAsked() throws {
+        try conformAFinalGivenWithTheLastBatchIsStoredAsToldAndNoDecisionIsAsked()
+    }
 
     func testClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() throws { try conformClaimTakesEachAppsFirstJobBeforeAnyAppsSecond() }
     func testTheStoredExpiryReachesTheWorker() throws { try conformTheStoredExpiryReachesTheWorker() }

@@ -27,7 +27,15 @@
 -- (never made by the worker) keeps one record: a final one if any. A notification whose last
 -- batch this was keeps its row unwritten (remaining_batches as before the call): the caller's
 -- push_finalize_notifications, in the same transaction, sets it to 0 with the final status.
-CREATE FUNCTION push_record(p_batch json, p_now timestamptz DEFAULT now())
+-- A job may carry its notification's final state as PushCore decided it (sql/0023, issue 17:
+-- "final_status", "final_error_code", "final_device_count"), which the worker gives only when the
+-- job's records are every delivery its notification will have (a sole batch it started in this
+-- claim, nothing gone, nothing retrying). When this call records that notification's last batch
+-- (and it is not final already), the same statement stores that state, with its SMS queued for
+-- 'sms_fallback', exactly as push_finalize_notifications would: no endings are answered for it
+-- (ending_codes and ending_nets NULL) and no finalization follows. The state is never decided
+-- here; without these keys (the previous release's worker) nothing changes.
+CREATE OR REPLACE FUNCTION push_record(p_batch json, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, remaining_batches int, deactivated int, ending_codes text[],
                ending_nets boolean[], has_sms boolean)
 LANGUAGE plpgsql AS $$
@@ -43,16 +51,26 @@ DECLARE
     v_res_notifications uuid[];
     v_res_remaining int[];
     v_res_deactivated int[];
+    v_res_finalized boolean[];
+    v_final_statuses text[];
+    v_final_codes text[];
+    v_final_counts int[];
 BEGIN
     v_all := ARRAY(SELECT r FROM json_populate_recordset(NULL::push_delivery_record,
                                                          coalesce(p_batch -> 'deliveries', '[]')) r);
     v_changes := ARRAY(SELECT c FROM json_populate_recordset(NULL::push_credential_change,
                                                              coalesce(p_batch -> 'credentials', '[]')) c);
     -- The jobs list parsed once (json_to_recordset), not once per element and member.
-    SELECT coalesce(array_agg(x.job_id ORDER BY x.o), '{}'), coalesce(array_agg(x.lease_token ORDER BY x.o), '{}')
-      INTO v_ids, v_tokens
-      FROM ROWS FROM (json_to_recordset(coalesce(p_batch -> 'jobs', '[]')) AS (job_id bigint, lease_token uuid))
-           WITH ORDINALITY AS x(job_id, lease_token, o);
+    SELECT coalesce(array_agg(x.job_id ORDER BY x.o), '{}'), coalesce(array_agg(x.lease_token ORDER BY x.o), '{}'),
+           coalesce(array_agg(x.final_status ORDER BY x.o), '{}'), coalesce(array_agg(x.final_error_code ORDER BY x.o), '{}'),
+           coalesce(array_agg(x.final_device_count ORDER BY x.o), '{}')
+      INTO v_ids, v_tokens, v_final_statuses, v_final_codes, v_final_counts
+      FROM ROWS FROM (json_to_recordset(coalesce(p_batch -> 'jobs', '[]'))
+                      AS (job_id bigint, lease_token uuid, final_status text, final_error_code text, final_device_count int))
+           WITH ORDINALITY AS x(job_id, lease_token, final_status, final_error_code, final_device_count, o);
+    IF EXISTS (SELECT 1 FROM unnest(v_final_statuses) f WHERE f NOT IN ('sent', 'sms_fallback', 'failed')) THEN
+        RAISE EXCEPTION 'VALIDATION_ERROR: a final status is sent, sms_fallback or failed';
+    END IF;
     PERFORM 1 FROM push_notifications n
      WHERE n.id IN (SELECT j.notification_id FROM push_jobs j WHERE j.id = ANY (v_ids))
      ORDER BY n.id FOR UPDATE;
@@ -85,8 +103,11 @@ BEGIN
     -- One statement: every part reads the same records (r) and the same snapshot.
     WITH jobs AS (
         SELECT j.id, j.priority, n.id AS notification_id, n.app_id, n.mode, n.remaining_batches,
-               n.finished_at IS NOT NULL AS finished
+               n.finished_at IS NOT NULL AS finished, f.status AS final_status, f.code AS final_code,
+               f.device_count AS final_count
           FROM push_jobs j JOIN push_notifications n ON n.id = j.notification_id
+          LEFT JOIN unnest(v_ids, v_final_statuses, v_final_codes, v_final_counts) AS f(id, status, code, device_count)
+            ON f.id = j.id
          WHERE j.id = ANY (v_held)
     ), r AS (
         SELECT DISTINCT ON (jb.notification_id, u.device_id)
@@ -157,26 +178,46 @@ BEGIN
     ), remaining AS (
         -- A job without retries was its notification's batch; a retrying one hands it on. (The
         -- rows are locked above: the count read here is the one an UPDATE would decrement.)
-        SELECT jb.notification_id AS id, greatest(min(jb.remaining_batches) - count(*), 0)::int AS remaining_batches,
-               bool_or(jb.finished) AS finished
-          FROM jobs jb WHERE NOT EXISTS (SELECT 1 FROM retrying t WHERE t.job_id = jb.id)
-         GROUP BY jb.notification_id
+        -- A final state given (by the notification's one job of the call) is stored when this is
+        -- its last batch and it is not final yet (sql/0023).
+        SELECT m.*, m.remaining_batches = 0 AND NOT m.finished AND m.final_status IS NOT NULL AS finalize
+          FROM (SELECT jb.notification_id AS id,
+                       greatest(min(jb.remaining_batches) - count(*), 0)::int AS remaining_batches,
+                       bool_or(jb.finished) AS finished,
+                       CASE WHEN count(*) = 1 THEN min(jb.final_status) END AS final_status,
+                       min(jb.final_code) AS final_code, min(jb.final_count) AS final_count
+                  FROM jobs jb WHERE NOT EXISTS (SELECT 1 FROM retrying t WHERE t.job_id = jb.id)
+                 GROUP BY jb.notification_id) m
     ), counters AS (
         -- The counter of a notification whose last batch this was is left to
         -- push_finalize_notifications, which the caller runs next in this transaction for it and
-        -- which sets it to 0 with the final status: the row is written once, not twice.
-        UPDATE push_notifications n SET remaining_batches = m.remaining_batches
+        -- which sets it to 0 with the final status: the row is written once, not twice. With its
+        -- final state given, it is written here, once, with that state.
+        UPDATE push_notifications n
+           SET remaining_batches = m.remaining_batches,
+               status = CASE WHEN m.finalize THEN m.final_status ELSE n.status END,
+               error_code = CASE WHEN m.finalize THEN m.final_code ELSE n.error_code END,
+               finished_at = CASE WHEN m.finalize THEN p_now ELSE n.finished_at END,
+               device_count = CASE WHEN m.finalize THEN m.final_count ELSE n.device_count END
           FROM remaining m
-         WHERE n.id = m.id AND (m.remaining_batches > 0 OR m.finished)
+         WHERE n.id = m.id AND (m.remaining_batches > 0 OR m.finished OR m.finalize)
+        RETURNING n.id, n.app_id, n.sms_phone, n.sms_text, m.finalize AND m.final_status = 'sms_fallback' AS sms
+    ), sms AS (
+        -- 'sms_fallback' queues the SMS once (as push_finalize_notifications does).
+        INSERT INTO push_sms_outbox (notification_id, app_id, phone, text)
+        SELECT c.id, c.app_id, c.sms_phone, c.sms_text FROM counters c WHERE c.sms AND c.sms_phone IS NOT NULL
+        ON CONFLICT (notification_id) DO NOTHING
         RETURNING 1
     ), writes AS (
         SELECT (SELECT count(*) FROM delivered) + (SELECT count(*) FROM ledgered) + (SELECT count(*) FROM counted)
-             + (SELECT count(*) FROM successors) + (SELECT count(*) FROM completed) + (SELECT count(*) FROM counters) AS n
+             + (SELECT count(*) FROM successors) + (SELECT count(*) FROM completed) + (SELECT count(*) FROM counters)
+             + (SELECT count(*) FROM sms) AS n
     )
     SELECT coalesce(array_agg(jb.id), '{}'), coalesce(array_agg(jb.notification_id), '{}'),
            coalesce(array_agg(coalesce(m.remaining_batches, jb.remaining_batches)), '{}'),
-           coalesce(array_agg((SELECT count(*) FROM off o WHERE o.job_id = jb.id)::int), '{}')
-      INTO v_res_ids, v_res_notifications, v_res_remaining, v_res_deactivated
+           coalesce(array_agg((SELECT count(*) FROM off o WHERE o.job_id = jb.id)::int), '{}'),
+           coalesce(array_agg(coalesce(m.finalize, false)), '{}')
+      INTO v_res_ids, v_res_notifications, v_res_remaining, v_res_deactivated, v_res_finalized
       FROM jobs jb LEFT JOIN remaining m ON m.id = jb.notification_id CROSS JOIN writes;
 
     IF cardinality(v_changes) > 0 THEN
@@ -205,12 +246,13 @@ BEGIN
 
     -- One answer per job, in the order given; a notification whose last batch this was answers
     -- every delivery's ending with its net from the ledger (one pass over each side by the
-    -- notification's primary-key prefix).
+    -- notification's primary-key prefix), unless its final state was given and stored above.
     RETURN QUERY
     SELECT x.id,
            CASE WHEN h.pos IS NOT NULL THEN 'recorded' WHEN x.id = ANY (v_orphaned) THEN 'orphaned' ELSE 'lease_lost' END,
            v_res_remaining[h.pos], v_res_deactivated[h.pos],
-           CASE WHEN v_res_remaining[h.pos] = 0 THEN e.codes END, CASE WHEN v_res_remaining[h.pos] = 0 THEN e.nets END,
+           CASE WHEN v_res_remaining[h.pos] = 0 AND NOT v_res_finalized[h.pos] THEN e.codes END,
+           CASE WHEN v_res_remaining[h.pos] = 0 AND NOT v_res_finalized[h.pos] THEN e.nets END,
            CASE WHEN h.pos IS NOT NULL THEN n.sms_phone IS NOT NULL END
       FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord)
       CROSS JOIN LATERAL (SELECT array_position(v_res_ids, x.id) AS pos) h
@@ -222,7 +264,7 @@ BEGIN
             LEFT JOIN (SELECT g.device_id, bool_or(g.kind = 'charge') AND NOT bool_or(g.kind = 'refund') AS nets
                          FROM push_ledger g WHERE g.notification_id = n.id GROUP BY g.device_id) l
               ON l.device_id = d.device_id
-           WHERE d.notification_id = n.id AND v_res_remaining[h.pos] = 0) e ON true
+           WHERE d.notification_id = n.id AND v_res_remaining[h.pos] = 0 AND NOT v_res_finalized[h.pos]) e ON true
      ORDER BY x.ord;
 END
 $$;

@@ -101,6 +101,7 @@ extension InMemoryQueue {
                 continue
             }
             let nid = n.row.id
+            if let final = o.final { finalsGiven[nid] = final }
             var deactivated = 0
             for r in o.records {
                 let key = DeliveryKey(notification: nid, device: r.deviceID)
@@ -163,7 +164,8 @@ extension InMemoryQueue {
                 }
                 endings = list
                 finals.removeAll { $0.0 == nid }
-                finals.append((nid, decideFinal(list, n.smsPhone != nil)))
+                // A final state given with the record (a sole batch's, sql/0023) is stored as told.
+                finals.append((nid, o.final ?? decideFinal(list, n.smsPhone != nil)))
             }
             results[o.job.id] = .recorded(BatchRecordResult(remainingBatches: remaining, deactivated: deactivated,
                                                             endings: endings, hasSMSFallback: n.smsPhone != nil))

@@ -134,6 +134,9 @@ public final class InMemoryQueue: @unchecked Sendable {
     public internal(set) var events: [Event] = []
     public internal(set) var credentials: [String: Credential] = [:]
     public internal(set) var smsOutbox: [UUID: (phone: String, text: String)] = [:]
+    /// The final states recorded batches carried (`BatchOutcome.final`), by notification: which
+    /// records the worker gave PushCore's decision with (issue 17, sql/0023).
+    public internal(set) var finalsGiven: [UUID: NotificationOutcome] = [:]
     var nextJobID: Int64 = 1
     /// Runs before every session call, outside the lock: a test breaks sessions at a chosen point
     /// (e.g. while the send-time step runs) as a fault test ends a PostgreSQL session.
