@@ -138,9 +138,9 @@ enum Help {
       (with confirmed_at), confirmed_count, ledger, and the SMS fallback's outcome (queued with the
       provider's id, failed with its code, or unknown: written without an answer, never sent again).
       revoke: later preview fetches of its devices (or of those users' devices) answer 404 (R-IDS-2).
-      Without --user it also erases the stored content at once, and needs the notification final
-      (NOT_REVOCABLE while pending or sending: cancel a pending one); --user: at most 1,000 revoked
-      users per notification.
+      Without --user it also erases the stored content: at once when the notification is final, else
+      when it becomes final (revoking never stops a push: cancel a pending one for that); --user: at
+      most 1,000 revoked users per notification.
     """
 
     static let jobs = """
