@@ -4,8 +4,9 @@
 --   the one definition `pushfleet stats`, the confirmation step of the fetch and receipt, and the
 --   worker's pushfleet_pushes_sent_total all use. An app already on counts from this migration.
 -- * push_erase_content: what erasing a notification's content erases, one definition for the
---   retention's erasure and a whole revocation, which now erases the content at once
---   (push_revoke; refused with NOT_REVOCABLE before the notification is final).
+--   retention's erasure and a whole revocation, which now erases the content at once when the
+--   notification is final (push_revoke), else as soon as it becomes final (push_erase_revoked, an
+--   AFTER UPDATE OF finished_at trigger whose WHEN passes only revoked, unerased rows).
 -- * The preview-window trigger fires only for ids_only starts (a WHEN clause instead of
 --   to_jsonb(NEW) on every start).
 -- Expand only: a worker or API of the previous release keeps working (the new column is NULL or
@@ -90,11 +91,10 @@ BEGIN
         RETURN false;
     END IF;
     IF p_user_ids IS NULL THEN
-        IF v_finished IS NULL THEN
-            RAISE EXCEPTION 'NOT_REVOCABLE: the notification has not finished sending; cancel it while it is pending, or revoke it once it is final (a revocation for user_ids works at any time)';
-        END IF;
         UPDATE push_notifications n SET revoked_at = coalesce(n.revoked_at, now()) WHERE n.id = p_notification_id;
-        PERFORM push_erase_content(ARRAY[p_notification_id]);
+        IF v_finished IS NOT NULL THEN
+            PERFORM push_erase_content(ARRAY[p_notification_id]);
+        END IF;
         RETURN true;
     END IF;
     v_users := ARRAY(SELECT DISTINCT u FROM unnest(v_users || p_user_ids) u ORDER BY u);
@@ -121,3 +121,18 @@ CREATE TRIGGER push_notifications_preview_until
     BEFORE UPDATE OF started_at ON push_notifications
     FOR EACH ROW WHEN (OLD.started_at IS NULL AND NEW.started_at IS NOT NULL AND NEW.content_mode = 'ids_only')
     EXECUTE FUNCTION push_preview_until();
+
+-- push_erase_revoked(): the text of sql/functions/push_erase_revoked.sql.
+CREATE FUNCTION push_erase_revoked() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM push_erase_content(ARRAY[NEW.id]);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER push_notifications_erase_revoked
+    AFTER UPDATE OF finished_at ON push_notifications
+    FOR EACH ROW WHEN (OLD.finished_at IS NULL AND NEW.finished_at IS NOT NULL AND NEW.revoked_at IS NOT NULL
+                       AND NEW.content_erased_at IS NULL)
+    EXECUTE FUNCTION push_erase_revoked();

@@ -8,13 +8,13 @@ import PushStore
 enum AcceptanceMapping {
     /// A refusal as the API answers it: 422 `VALIDATION_ERROR` and `PUSH_PAYLOAD_TOO_LARGE` (with
     /// `bytes_to_cut`), 404 `NOT_FOUND`, 409 `PUSH_DEVICE_LIMIT`, `IDEMPOTENCY_KEY_REUSED`,
-    /// `NOT_CANCELLABLE`, `NOT_REVOCABLE`, `TOKEN_PLATFORM_CONFLICT`. The idempotency key, a header here, is named `Idempotency-Key`.
+    /// `NOT_CANCELLABLE`, `TOKEN_PLATFORM_CONFLICT`. The idempotency key, a header here, is named `Idempotency-Key`.
     static func apiError(_ e: AcceptanceError) -> APIError {
         let field = e.field == "idempotency_key" ? "Idempotency-Key" : e.field
         let status: Int
         switch e.code {
         case .notFound: status = 404
-        case .pushDeviceLimit, .idempotencyKeyReused, .notCancellable, .notRevocable, .tokenPlatformConflict: status = 409
+        case .pushDeviceLimit, .idempotencyKeyReused, .notCancellable, .tokenPlatformConflict: status = 409
         default: status = 422
         }
         return APIError(status: status, code: e.code.rawValue, message: e.message, field: field, bytesToCut: e.bytesToCut)

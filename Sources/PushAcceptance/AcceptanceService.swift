@@ -122,13 +122,13 @@ public final class AcceptanceService {
     }
 
     /// Revokes a notification's content for preview fetches (issue 24 part 4, R-IDS-2): for every
-    /// device, which erases its stored content at once (the notification must be final), or only
+    /// device, which erases its stored content (at once when the notification is final, else as soon as
+    /// it becomes final: its remaining batches still push it), or only
     /// the devices of `userIDs` (1 to 1,000 ids of 1 to 255 characters per call, at most 1,000
     /// revoked users per notification in all; the content stays for the others). Later fetches
     /// answer the same 404 as every other refusal. With `appID` or `mode` given, a notification of
     /// another app or mode is `NOT_FOUND` (R-MODE-1), as in `cancelNotification`.
-    /// - Throws: `AcceptanceError` `NOT_FOUND`, `VALIDATION_ERROR` (field `user_ids`),
-    ///   `NOT_REVOCABLE` (a whole revocation before the notification is final); `PGError`.
+    /// - Throws: `AcceptanceError` `NOT_FOUND`, `VALIDATION_ERROR` (field `user_ids`); `PGError`.
     public func revokeNotification(id: UUID, appID: UUID? = nil, mode: Mode? = nil, userIDs: [String]? = nil) throws {
         if let users = userIDs {
             guard (1...1000).contains(users.count) else {

@@ -56,10 +56,6 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable, Codable {
     case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
     /// The notification's send time has come or it is final: it can no longer be cancelled (HTTP 409).
     case notCancellable = "NOT_CANCELLABLE"
-    /// A whole revocation of a notification not final yet (pending or sending: its content is still
-    /// to be pushed, and a whole revocation erases it at once); cancel a pending one, or revoke once
-    /// final; a revocation for `user_ids` works at any time (issue 24, HTTP 409).
-    case notRevocable = "NOT_REVOCABLE"
     /// R-SMS-1: the SMS provider refused the message for good (an invalid or unreachable number, a
     /// sender it does not allow); the provider's own code is kept beside it (Twilio 21211, 21612...).
     case smsRejected = "SMS_REJECTED"

@@ -134,10 +134,13 @@ enum Help {
     static let notifications = """
     Usage: pushfleet notifications show ID | pushfleet notifications cancel ID
            pushfleet notifications revoke ID [--user USER ...]
-      show: status, deliveries (with confirmed_at), confirmed_count, ledger, and the SMS fallback's outcome
-      (queued with the provider's id, failed with its code, or unknown: written without an answer, never
-      sent again).
+      show: status, audience (all devices of the app, with its platforms, or the user ids), deliveries
+      (with confirmed_at), confirmed_count, ledger, and the SMS fallback's outcome (queued with the
+      provider's id, failed with its code, or unknown: written without an answer, never sent again).
       revoke: later preview fetches of its devices (or of those users' devices) answer 404 (R-IDS-2).
+      Without --user it also erases the stored content: at once when the notification is final, else
+      when it becomes final (revoking never stops a push: cancel a pending one for that); --user: at
+      most 1,000 revoked users per notification.
     """
 
     static let jobs = """

@@ -63,20 +63,41 @@ final class PreviewTrialFixTests: PreviewTestCase {
         XCTAssertEqual(try count("push_deliveries", "confirmed_at IS NOT NULL"), 1, "the GET confirms")
     }
 
-    /// A whole revocation erases the stored content at once (the erasure's columns and the test
-    /// mode request bodies), in its transaction; a per-user one keeps it for the others. Before the
-    /// notification is final a whole revocation is 409 NOT_REVOCABLE and changes nothing.
-    func testAWholeRevocationErasesTheContentAndIsRefusedBeforeTheNotificationIsFinal() throws {
+    /// A whole revocation of a notification still pending takes effect for fetches at once and is
+    /// never refused (revoking mid-broadcast is when it matters); its content stays for the push
+    /// and is erased as soon as the notification becomes final (the `push_erase_revoked` trigger).
+    /// A whole revocation of a final notification erases the stored content at once (the
+    /// erasure's columns and the test mode request bodies), in its transaction; a per-user one
+    /// keeps it for the others.
+    func testAWholeRevocationErasesTheContentAtOnceWhenFinalAndWhenItBecomesFinalOtherwise() throws {
         let alice = try device("test_accept_alice", user: "alice")
         let bob = try device("test_accept_bob", user: "bob")
+
+        let early = try send(users: ["alice", "bob"])
+        let earlyID = try XCTUnwrap(PrefixedID.parse(early, as: .notification)).uuidString.lowercased()
+        let pending = try call("POST", "/v1/push/notifications/\(early)/revoke", key: testKey)
+        XCTAssertEqual(pending.status, 200, pending.text)
+        XCTAssertEqual(pending.json["revoked"] as? Bool, true)
+        XCTAssertEqual(try count("push_notifications", """
+            id = '\(earlyID)' AND revoked_at IS NOT NULL AND content_erased_at IS NULL AND title IS NOT NULL
+            """), 1, "pending: revoked for fetches, the content kept for its push")
+        try deliver()
+        XCTAssertEqual(try count("push_deliveries", "notification_id = '\(earlyID)' AND status = 'sent'"), 2,
+                       "revoking never stops a push")
+        XCTAssertEqual(try count("push_notifications", """
+            id = '\(earlyID)' AND finished_at IS NOT NULL AND content_erased_at IS NOT NULL AND title IS NULL
+            AND body IS NULL AND data IS NULL
+            """), 1, "erased as soon as it became final")
+        XCTAssertEqual(try count("push_deliveries", "notification_id = '\(earlyID)' AND payload IS NOT NULL"), 0,
+                       "the test mode request bodies written after the revocation are erased with it")
+        XCTAssertEqual(try fetch(early, token: alice.token).status, 404)
+        XCTAssertEqual(try fetch(early, token: bob.token).status, 404)
+
         let n = try send(users: ["alice", "bob"])
         let nid = try XCTUnwrap(PrefixedID.parse(n, as: .notification)).uuidString.lowercased()
-        let pending = try call("POST", "/v1/push/notifications/\(n)/revoke", key: testKey)
-        XCTAssertEqual(pending.status, 409, pending.text)
-        XCTAssertEqual(pending.errorCode, "NOT_REVOCABLE")
-        XCTAssertTrue(pending.text.contains("cancel"), pending.text)
-        XCTAssertEqual(try count("push_notifications", "id = '\(nid)' AND revoked_at IS NULL AND title IS NOT NULL"), 1)
         try deliver()
+        XCTAssertEqual(try count("push_notifications", "id = '\(nid)' AND content_erased_at IS NULL AND title IS NOT NULL"), 1,
+                       "a notification not revoked keeps its content for its preview window")
         XCTAssertGreaterThan(try count("push_deliveries", "notification_id = '\(nid)' AND payload IS NOT NULL"), 0,
                              "test mode keeps the request bodies until erased")
 

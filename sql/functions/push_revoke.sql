@@ -3,10 +3,10 @@
 -- erased at once in this transaction, push_erase_content, sql/0022: a revoked notification's
 -- content is no longer held) or for the devices of the users named (added to revoked_user_ids,
 -- each once; the content stays for the other devices' fetches). Later fetches answer the same 404
--- as any other refusal; the deliveries and the ledger stay. A whole revocation needs the
--- notification final (finished_at set): while it is pending or sending its content is still to be
--- pushed, and it is refused with NOT_REVOCABLE (cancel a pending one instead; a per-user
--- revocation works at any time).
+-- as any other refusal; the deliveries and the ledger stay. A whole revocation of a notification
+-- that is not final yet (pending or sending) takes effect for fetches at once and its content is
+-- erased when it becomes final (push_erase_revoked, the trigger of sql/0022), since its remaining
+-- batches still push it; revoking never stops a push (cancel a pending notification for that).
 -- Bounds (R-LIM-1): 1 to 1,000 user ids of 1 to 255 characters per call, and at most 1,000 revoked
 -- users on a notification in all. Returns false for an unknown notification. Locks the
 -- notification row only (sql/LOCK_ORDER.md).
@@ -31,11 +31,10 @@ BEGIN
         RETURN false;
     END IF;
     IF p_user_ids IS NULL THEN
-        IF v_finished IS NULL THEN
-            RAISE EXCEPTION 'NOT_REVOCABLE: the notification has not finished sending; cancel it while it is pending, or revoke it once it is final (a revocation for user_ids works at any time)';
-        END IF;
         UPDATE push_notifications n SET revoked_at = coalesce(n.revoked_at, now()) WHERE n.id = p_notification_id;
-        PERFORM push_erase_content(ARRAY[p_notification_id]);
+        IF v_finished IS NOT NULL THEN
+            PERFORM push_erase_content(ARRAY[p_notification_id]);
+        END IF;
         RETURN true;
     END IF;
     v_users := ARRAY(SELECT DISTINCT u FROM unnest(v_users || p_user_ids) u ORDER BY u);

@@ -115,6 +115,6 @@ enum PreviewQueries {
      ORDER BY 1, 2, 3
     """
 
-    /// `push_revoke` (sql/0022: a whole revocation erases the content; NOT_REVOCABLE before it is final).
+    /// `push_revoke` (sql/0022: a whole revocation erases the content, at once when final, else when it becomes final).
     static let revoke = "SELECT push_revoke($1::uuid, $2::text[]) AS revoked"
 }
