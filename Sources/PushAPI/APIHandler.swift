@@ -57,6 +57,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             case .route(let matched, let raw, let rawKind): (r, id, kind) = (matched, raw, rawKind)
             }
             route = r.template
+            try RequestShape.check(request, template: r.template, takesBody: r.acceptsBody, takesQuery: r.takesQuery)
             let key: String
             switch try Self.credential(request, tokens: tokens != nil) {
             case .key(let k): key = k

@@ -49,6 +49,7 @@ final class PreviewHandler: @unchecked Sendable {
             guard wanted == route.method else {
                 throw APIError.methodNotAllowed(route == .fetchPreview ? ["GET", "HEAD"] : ["POST"])
             }
+            try RequestShape.check(request, template: route.template, takesBody: route == .postReceipt, takesQuery: false)
             switch route {
             case .fetchPreview: response = try fetch(id: id ?? "", request: request, client: client)
             case .postReceipt: response = try receipt(request: request, client: client)
