@@ -61,3 +61,8 @@ int cpush_http_value_was_cut(const char *value, size_t value_size, const char *n
     if (*after == '\0') return 0;
     return after != next_key;
 }
+
+int cpush_http_target_was_cut(const char *url, size_t seen_length, const char *version) {
+    if (url == NULL || version == NULL || *version == '\0' || version <= url) return 0;
+    return (size_t)(version - 1 - url) != seen_length;
+}

@@ -77,10 +77,11 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         APIError(status: 422, code: ErrorCode.validationError.rawValue, message: message, field: field)
     }
 
-    /// 429 with `Retry-After` (whole seconds, at least 1).
-    public static func rateLimited(retryAfterSeconds: Double) -> APIError {
+    /// 429 with `Retry-After` (whole seconds, at least 1); `message` says whose rate (a key's by default).
+    public static func rateLimited(retryAfterSeconds: Double,
+                                   message: String = "this key's request rate is over its limit") -> APIError {
         let seconds = max(1, Int(retryAfterSeconds.rounded(.up)))
-        return APIError(status: 429, code: "RATE_LIMITED", message: "this key's request rate is over its limit",
+        return APIError(status: 429, code: "RATE_LIMITED", message: message,
                         headers: [Header(name: "Retry-After", value: String(seconds))])
     }
 

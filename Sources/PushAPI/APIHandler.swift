@@ -57,6 +57,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             case .route(let matched, let raw, let rawKind): (r, id, kind) = (matched, raw, rawKind)
             }
             route = r.template
+            try RequestShape.check(request, template: r.template, takesBody: r.acceptsBody, takesQuery: r.takesQuery)
             let key: String
             switch try Self.credential(request, tokens: tokens != nil) {
             case .key(let k): key = k
@@ -250,12 +251,9 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             if !request.body.isEmpty { try Self.requireJSON(request) }
             return .revoke(try RevokeBody.decode(request.body))
         }
+        // A body on a route that takes none (a GET, a DELETE) never gets here: RequestShape.check
+        // refused it before the key was read.
         if bodiless && request.body.isEmpty { return .none }
-        // A body on a route that reads none (a DELETE, a GET) is refused rather than ignored: a
-        // client that put its app_id or a filter there would otherwise act on something else.
-        if bodiless && !route.takesEmptyObject {
-            throw APIError.invalidRequest("\(route.method) \(route.template) takes no body: give its arguments in the query")
-        }
         try requireJSON(request)
         if bodiless {
             try JSONFields.parseBody(request.body).finish()

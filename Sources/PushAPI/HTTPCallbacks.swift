@@ -83,6 +83,9 @@ func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?
         state.path = url.map { String(cString: $0) } ?? "/"
         readHeaders(connection, state)
         readQuery(connection, state)
+        if state.refusal == nil, cpush_http_target_was_cut(url, state.target.count, version) != 0 {
+            state.refusal = HTTPFraming.targetNULRefusal     // a raw NUL: url and target stop at it
+        }
         if state.refusal == nil { state.refusal = HTTPFraming.check(target: state.target) }
         if state.headers.count > config.maxHeaderCount || state.headerBytes > config.maxHeaderBytes {
             return queue(core, connection, state, core.handler.serverError(

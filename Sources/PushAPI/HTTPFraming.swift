@@ -15,6 +15,9 @@ import Foundation
 /// - A path whose percent-decoding holds a NUL byte or is not UTF-8: libmicrohttpd decodes the
 ///   path in place, so `/v1/push/users/a%00b` would be read as `/v1/push/users/a` (another user
 ///   erased) and `%FF` as U+FFFD; the raw request target is checked instead (field `null`).
+/// - A raw NUL byte (0x00, not `%00`) anywhere in the request target, path or query:
+///   libmicrohttpd hands the target as a C string, so `/v1/push/users/zed\0evil` would be read
+///   as `/v1/push/users/zed`; it is found from the target's span (`cpush_http_target_was_cut`).
 enum HTTPFraming {
     /// One refusal: the header or query argument it names (as sent, or its canonical name; `nil`
     /// for the path) and why.
@@ -47,6 +50,9 @@ enum HTTPFraming {
     static func nulRefusal(_ name: String) -> Refusal {
         Refusal(field: name, message: "the \(name) header contains a NUL byte")
     }
+
+    /// The refusal of a request target holding a raw NUL byte (path or query).
+    static let targetNULRefusal = Refusal(field: nil, message: "the request target contains a NUL byte")
 
     /// The refusal for the header set as a whole (`headers` names lower-cased), if any.
     static func check(headers: [HTTPRequest.Header], version: String) -> Refusal? {

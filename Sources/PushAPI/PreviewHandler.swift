@@ -49,6 +49,7 @@ final class PreviewHandler: @unchecked Sendable {
             guard wanted == route.method else {
                 throw APIError.methodNotAllowed(route == .fetchPreview ? ["GET", "HEAD"] : ["POST"])
             }
+            try RequestShape.check(request, template: route.template, takesBody: route == .postReceipt, takesQuery: false)
             switch route {
             case .fetchPreview: response = try fetch(id: id ?? "", request: request, client: client)
             case .postReceipt: response = try receipt(request: request, client: client)
@@ -79,11 +80,15 @@ final class PreviewHandler: @unchecked Sendable {
         return parts[1].trimmingCharacters(in: .whitespaces)
     }
 
+    /// The 429 of a preview route: a fetch has no key, and which limit tripped (the token's, the
+    /// address's or the replica's) is not said.
+    static let limitedMessage = "too many preview requests (limits per token, per client address and overall); retry after Retry-After seconds"
+
     /// The rate limits, before any database work. - Throws: 429 with `Retry-After`.
     func limit(_ hash: [UInt8], client: String) throws {
         if let (which, wait) = limiter.admit(tokenKey: Array(hash.prefix(16)), address: client, now: ConnectionTracker.now()) {
             metrics.previewLimited.increment([which.rawValue])
-            throw APIError.rateLimited(retryAfterSeconds: wait)
+            throw APIError.rateLimited(retryAfterSeconds: wait, message: Self.limitedMessage)
         }
     }
 

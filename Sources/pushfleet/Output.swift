@@ -38,9 +38,50 @@ struct Output {
             var c = encoder.singleValueContainer()
             try c.encode(RFC3339.utcMilliseconds(date))
         }
-        e.keyEncodingStrategy = .convertToSnakeCase
+        e.keyEncodingStrategy = .custom { path in SnakeKey(stringValue: Output.snakeCase(path.last?.stringValue ?? "")) }
         return e
     }
+
+    /// A property name as the API spells it: Foundation's `convertToSnakeCase` (words at each
+    /// capital, a run of capitals one word), except that a plural acronym stays one word:
+    /// `userIDs` is `user_ids` (Foundation gave `user_i_ds`), `revokedUserIDs` `revoked_user_ids`.
+    static func snakeCase(_ key: String) -> String {
+        let c = Array(key)
+        var out = ""
+        var i = 0
+        while i < c.count {
+            let ch = c[i]
+            if ch.isUppercase {
+                // A run of 2+ capitals then "s" at the end or before a capital: a plural acronym.
+                var j = i
+                while j < c.count, c[j].isUppercase { j += 1 }
+                let plural = j - i >= 2 && j < c.count && c[j] == "s" && (j + 1 == c.count || c[j + 1].isUppercase)
+                if i > 0 { out += "_" }
+                if plural {
+                    out += String(c[i..<j]).lowercased() + "s"
+                    i = j + 1
+                    continue
+                }
+                // Without the plural: one word for the run, its last capital starting the next
+                // word when a lower-case letter follows it.
+                let end = j < c.count && c[j].isLowercase && j - i >= 2 ? j - 1 : j
+                out += String(c[i..<end]).lowercased()
+                i = end
+                continue
+            }
+            out.append(ch)
+            i += 1
+        }
+        return out
+    }
+}
+
+/// A coding key of `Output.encoder`'s key strategy.
+struct SnakeKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
 }
 
 /// `{"key": "value"}` for small answers whose values are all strings (ids, names).

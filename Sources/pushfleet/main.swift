@@ -13,16 +13,14 @@ setvbuf(stdout, nil, _IOLBF, 0)
 /// U+FFFD, so two different user ids could become one); the index of the first invalid one.
 let (argv, invalidArgument) = RawArguments.read()
 
-/// Writes the error on stderr, as `error: CODE: message`, or with `--json` as one JSON object
-/// `{"error":{"code":...,"message":...[,"field":...][,"bytes_to_cut":N]}}`, and exits with `status`.
+/// Writes the error on stderr, as `error: CODE: message`, or with `--json` as the API's error
+/// object, written by the API's own code (`APIError.body`): `{"error":{"code","message","field"
+/// (null when none)[,"bytes_to_cut"]}}`, and exits with `status`.
 func fail(_ code: String, _ message: String, field: String? = nil, bytesToCut: Int? = nil,
           exit status: Int32 = 1) -> Never {
-    var error: [String: Any] = ["code": code, "message": message]
-    if let field { error["field"] = field }
-    if let bytesToCut { error["bytes_to_cut"] = bytesToCut }
-    if argv.contains("--json"),
-       let data = try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys]) {
-        FileHandle.standardError.write(data + Data("\n".utf8))
+    if argv.contains("--json") {
+        let body = APIError(status: 0, code: code, message: message, field: field, bytesToCut: bytesToCut).body
+        FileHandle.standardError.write(Data(body + Array("\n".utf8)))
     } else {
         FileHandle.standardError.write(Data("error: \(code): \(message)\n".utf8))
     }

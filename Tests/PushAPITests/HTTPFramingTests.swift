@@ -135,6 +135,35 @@ final class HTTPFramingTests: APITestCase {
         XCTAssertNotNil(HTTPFraming.check(target: Array("/v1/push/users/%e2%82".utf8)))
     }
 
+    /// A raw NUL byte (0x00, not `%00`) in the request target: libmicrohttpd hands the target as a
+    /// C string, so `DELETE /v1/push/users/zed\0evil` erased user `zed` and a device id followed
+    /// by a NUL and junk deactivated that device. Refused in the path and in the query; nothing
+    /// is written. Every request of the suite without one (with and without a query, HTTP/1.0
+    /// below) still passes, so the span check never refuses a whole target.
+    func testARawNULInTheRequestTargetIsRefusedNotCut() throws {
+        try register(token: "raw_nul_zed", user: "zed")
+        let device = try register(token: "raw_nul_dev", user: "raw_nul_owner")
+        func rawTarget(_ method: String, _ before: String, _ after: String, version: String = "HTTP/1.1") throws -> RawHTTP.Response {
+            try raw(Array("\(method) \(before)".utf8) + [0] + Array("\(after) \(version)\r\nHost: x\r\nAuthorization: Bearer \(testKey)".utf8))
+        }
+        try refused("DELETE user zed NUL evil", field: nil) { try rawTarget("DELETE", "/v1/push/users/zed", "evil?app_id=\(appID)") }
+        try refused("DELETE user zed NUL before the query", field: nil) { try rawTarget("DELETE", "/v1/push/users/zed", "?app_id=\(appID)") }
+        try refused("DELETE device NUL zzz", field: nil) { try rawTarget("DELETE", "/v1/push/devices/\(device)", "zzz") }
+        try refused("DELETE device NUL at the end", field: nil) { try rawTarget("DELETE", "/v1/push/devices/\(device)", "") }
+        try refused("DELETE device NUL HTTP/1.0", field: nil) { try rawTarget("DELETE", "/v1/push/devices/\(device)", "", version: "HTTP/1.0") }
+        try refused("GET app NUL", field: nil) { try rawTarget("GET", "/v1/push/apps/\(appID)", "") }
+        try refused("NUL right after the method", field: nil) { try rawTarget("GET", "", "/v1/push/apps/\(appID)") }
+        try refused("NUL in a query value", field: nil) { try rawTarget("DELETE", "/v1/push/users/zed?app_id=\(appID)", "x") }
+        try refused("NUL in a query name", field: nil) { try rawTarget("GET", "/v1/push/devices?user_id=zed&", "limit=1") }
+        XCTAssertEqual(try count("push_devices", "active AND user_id IN ('zed', 'raw_nul_owner')"), 2, "no device was deactivated")
+        // The same requests without the NUL are served (HTTP/1.0 too: no Host needed there).
+        let plain = try raw(Array("GET /v1/push/devices/\(device) HTTP/1.0\r\nAuthorization: Bearer \(testKey)".utf8))
+        XCTAssertEqual(plain.status, 200, plain.text)
+        let erased = try raw(Array("DELETE /v1/push/users/zed?app_id=\(appID) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)".utf8))
+        XCTAssertEqual(erased.status, 200, erased.text)
+        XCTAssertEqual(erased.json["devices_deactivated"] as? Int, 1, erased.text)
+    }
+
     /// Authorization is a singleton field (RFC 9110 §5.3): with two, which key applies would be
     /// the reader's choice (the last one was taken: a test key then a live one read as live).
     func testSeveralAuthorizationHeadersAreRefused() throws {

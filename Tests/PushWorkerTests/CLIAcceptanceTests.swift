@@ -91,6 +91,19 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertEqual(name.error?["field"] as? String, "name", name.output)
     }
 
+    /// `--json` errors are the API's error object (`APIError.body`): `field` is always there (null
+    /// when no field is at fault), `bytes_to_cut` where the size rule refused (held by the size test).
+    func testJSONErrorsAreTheAPIsErrorObject() throws {
+        let usage = try send(["--title", "t", "--send-at", "+infs"])
+        XCTAssertEqual(usage.error?["code"] as? String, "USAGE", usage.output)
+        XCTAssertTrue(usage.error?["field"] is NSNull, "field is null, not absent: \(usage.output)")
+        XCTAssertTrue(usage.output.hasPrefix(#"{"error":{"code":"USAGE","message":""#), usage.output)
+        XCTAssertTrue(usage.output.contains(#","field":null}}"#), usage.output)
+        let field = try send(["--title", "t", "--badge", "-1"])
+        XCTAssertEqual(field.error?["field"] as? String, "badge", field.output)
+        XCTAssertNil(field.error?["bytes_to_cut"], field.output)
+    }
+
     /// A user id that is not valid UTF-8 is refused, not turned into U+FFFD (where `a\xff` and
     /// `a\xfe` would become the same user).
     func testAnArgumentThatIsNotUTF8IsRefused() throws {
@@ -214,6 +227,12 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertTrue(revoked.output.contains("the devices of 1 user(s)"), revoked.output)
         let shown = try CLIRun.run(["notifications", "show", id], database: database.conninfo)
         XCTAssertTrue(shown.output.contains("revoked for 1 user(s)"), shown.output)
+        // --json spells the audience as the API does (a snake-case strategy made `user_i_ds`).
+        let json = try CLIRun.run(["notifications", "show", id, "--json"], database: database.conninfo)
+        let report = try XCTUnwrap(json.answer, json.output)
+        XCTAssertEqual(report["user_ids"] as? [String], ["u1", "u2"], json.output)
+        XCTAssertEqual(report["revoked_user_ids"] as? [String], ["u1"], json.output)
+        XCTAssertFalse(json.output.contains("i_ds"), json.output)
     }
 
     /// An unknown notification is NOT_FOUND (not a validation error), named by its prefixed id (R-API-4).

@@ -61,9 +61,10 @@ final class CLIInputTests: XCTestCase {
         let r = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["jobs", "list", "--state", "bogus", "--json"],
                                        environment: Self.nowhere)
         XCTAssertEqual(r.status, 64)
-        let object = try JSONSerialization.jsonObject(with: Data(r.output.utf8)) as? [String: [String: String]]
-        XCTAssertEqual(object?["error"]?["code"], "USAGE", r.output)
-        XCTAssertTrue(object?["error"]?["message"]?.contains("--state must be one of") == true, r.output)
+        let object = try JSONSerialization.jsonObject(with: Data(r.output.utf8)) as? [String: [String: Any]]
+        XCTAssertEqual(object?["error"]?["code"] as? String, "USAGE", r.output)
+        XCTAssertTrue((object?["error"]?["message"] as? String)?.contains("--state must be one of") == true, r.output)
+        XCTAssertTrue(object?["error"]?["field"] is NSNull, "the API's error object: field null, not absent: \(r.output)")
         let version = try LiveWebPushCLI.run(LiveWebPushCLI.executable, ["--version"], environment: Self.nowhere)
         XCTAssertEqual(version.status, 0, version.output)
         XCTAssertTrue(version.output.contains("schema version"), version.output)

@@ -53,4 +53,13 @@ int cpush_http_client_address(struct MHD_Connection *connection, char *buf, size
 /// next name is the rest of a value cut at its NUL. Reads one byte past the terminator, inside the
 /// header block libmicrohttpd holds.
 int cpush_http_value_was_cut(const char *value, size_t value_size, const char *next_key);
+
+/// Whether the request-target was cut at a NUL byte the client sent (raw, not `%00`).
+/// libmicrohttpd 0.9.75 parses the request line in place: it ends the target with a NUL where
+/// the space before the HTTP version was, so for a whole target `version == url + length + 1`,
+/// where `length` is the target's strlen as the URI log callback saw it (before the query is
+/// split off and the path unescaped in place) and `url` the same pointer the access handler gets.
+/// A raw NUL inside the target makes that strlen shorter than the span. A line without a
+/// version (empty `version`) is refused by libmicrohttpd itself before the handler runs.
+int cpush_http_target_was_cut(const char *url, size_t seen_length, const char *version);
 #endif
