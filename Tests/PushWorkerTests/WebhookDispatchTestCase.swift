@@ -41,7 +41,7 @@ class WebhookDispatchTestCase: XCTestCase {
         conn = nil
         try database?.drop()
         database = nil
-        try? FileManager.default.removeItem(atPath: receiverDir)
+        if let dir = receiverDir { try? FileManager.default.removeItem(atPath: dir) }   // nil when setUp failed first
         try super.tearDownWithError()
     }
 
