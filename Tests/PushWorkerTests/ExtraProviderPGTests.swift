@@ -191,6 +191,19 @@ final class ExtraProviderPGTests: WorkerTestCase {
         try assertLedgerInvariants(n)
     }
 
+    /// A service that opens its own connection (the CLI's) tells the database its table before its
+    /// first registration, so the command line registers a new provider's devices with no step of its own.
+    func testTheCLIsServiceServesItsTableBeforeItsFirstRegistration() throws {
+        let app = try createApp()
+        let database = (world as! PGWorld).database
+        let cli = AcceptanceService(connecting: { try database.connect() })
+        cli.providers = ProviderTable.standard.adding(pigeon())
+        XCTAssertNil(try pigeonRow())
+        let device = try registerPigeon(cli, app, token: "bird-1")
+        XCTAssertNotNil(try pigeonRow())
+        XCTAssertEqual(try DeviceRegistry(connection: conn).list(appID: app, mode: .live).map(\.id), [device])
+    }
+
     /// sql/0024 seeds exactly the standard table's platforms, so telling it the standard table
     /// writes nothing; a changed property is updated, and a platform no longer in a table stays.
     func testTheSeededRowsAreTheStandardTable() throws {
