@@ -1,4 +1,6 @@
 import Foundation
+import PushCore
+import PushProviders
 import PushStore
 import PushWorker
 
@@ -159,8 +161,14 @@ final class ReadinessProbe: @unchecked Sendable {
     private var verdict = "starting"
     private let lifecycle = NSLock()
     private var running = false
+    /// The platforms the API's acceptance serves (its provider table's), told to the database
+    /// (`push_platforms`, sql/0024) on the probe's first ready verdict.
+    let platforms: [PlatformTraits]
+    private var platformsServed = false
 
-    init(databaseURL: String, metrics: APIMetrics, log: Log) {
+    init(databaseURL: String, metrics: APIMetrics, log: Log,
+         platforms: [PlatformTraits] = ProviderTable.standard.servedPlatforms) {
+        self.platforms = platforms
         self.databaseURL = databaseURL
         self.metrics = metrics
         self.log = log
@@ -183,7 +191,12 @@ final class ReadinessProbe: @unchecked Sendable {
                     }
                     let h = try HealthStore(connection: session).healthProbe(required: ReadinessGate.requiredMigrations)
                     let verdict = ReadinessGate.verdict(h, requiredVersion: APIServer.requiredSchemaVersion)
-                    if verdict != .ready { now = verdict.reason }
+                    if verdict != .ready {
+                        now = verdict.reason
+                    } else if !platformsServed {
+                        try PlatformStore(connection: session).serve(platforms)
+                        platformsServed = true
+                    }
                 } catch {
                     connection = nil
                     now = "DATABASE_UNREACHABLE"

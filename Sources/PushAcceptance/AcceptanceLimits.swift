@@ -18,9 +18,6 @@ public enum AcceptanceLimits {
     public static let maxUserIDCharacters = DeviceRegistration.maxUserIDLength
     /// Device ids narrowing a notification, when given (at least one).
     public static let maxDeviceIDs = 1_000
-    /// The platforms a whole-app audience may be narrowed to (field `platforms`; push_enqueue
-    /// bounds them the same, like push_register_device_v2 bounds a device's platform).
-    public static let audiencePlatforms = ["ios", "android", "web"]
     /// Bytes of a notification's `data` JSON text (the content rule bounds what it measures).
     public static let maxDataTextBytes = 65_536
     /// Badge values.

@@ -27,6 +27,7 @@ public final class AcceptanceService {
     public var appDeviceLimit: Int64?
     /// The providers served: which platforms register and how, each one's payload writer.
     public var providers: ProviderTable = .standard
+    private var platformsServed = false
 
     /// A service on `connection`.
     public init(connection: PGConnection, appDeviceLimit: Int64? = nil) {
@@ -53,6 +54,21 @@ public final class AcceptanceService {
         return c
     }
 
+    /// Tells the database the platforms `providers` serves (`push_platforms`, sql/0024: what
+    /// `push_register_device_v2` and `push_enqueue` accept, and which encrypt themselves), one
+    /// statement. A service that opens its own connection (the CLI's, `init(connecting:)`) does it
+    /// before its first registration or send; the API's readiness probe does it for the API.
+    /// - Throws: `PGError` on database failure (or a schema older than sql/0024).
+    public func servePlatforms() throws {
+        try PlatformStore(connection: try connection()).serve(providers.servedPlatforms)
+        platformsServed = true
+    }
+
+    /// `servePlatforms` once, for a service that opened its own connection.
+    private func servePlatformsOnce() throws {
+        if open != nil && !platformsServed { try servePlatforms() }
+    }
+
     // MARK: - Notifications
 
     /// Accepts one notification (R-SEND-1): validates every field, builds its content, refuses it
@@ -69,7 +85,8 @@ public final class AcceptanceService {
     /// - Throws: `AcceptanceError` (`VALIDATION_ERROR`, `NOT_FOUND` for an unknown or deleted app,
     ///   `PUSH_PAYLOAD_TOO_LARGE`, `IDEMPOTENCY_KEY_REUSED`); `PGError` on database failure.
     public func send(_ request: SendRequest, now: Date = Date()) throws -> SendResult {
-        let valid = try SendValidation.validate(request, now: now)
+        let valid = try SendValidation.validate(request, now: now, platforms: providers.platforms)
+        try servePlatformsOnce()
         let store = NotificationStore(connection: try connection())
         guard let preview = try store.sendPreview(appID: request.appID, mode: request.mode.rawValue,
                                                   userIDs: request.userIDs, deviceIDs: request.deviceIDs),
@@ -179,6 +196,7 @@ public final class AcceptanceService {
         } catch let e as PushError {
             throw AcceptanceError(e)
         }
+        try servePlatformsOnce()
         let registry = DeviceRegistry(connection: try connection(), appLimitOverride: appDeviceLimit)
         let r = try Self.stored {
             try registry.register(appID: request.appID, registration, rotatePreviewToken: request.rotatePreviewToken)

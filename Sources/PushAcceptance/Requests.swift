@@ -44,8 +44,8 @@ public struct SendRequest: Sendable, Equatable {
     /// Field `audience`: nil = the users of `userIDs`; `all` = every active device of the app in
     /// the request's mode at the send time (issue 22; R-SEND-1 at the send time).
     public var audience: String?
-    /// Field `platforms`: narrows a whole-app audience to these platforms (1 to 3 of ios, android,
-    /// web); nil = every platform.
+    /// Field `platforms`: narrows a whole-app audience to these platforms (distinct, among those
+    /// the service's provider table serves); nil = every platform.
     public var platforms: [String]?
     /// Narrows the audience to these of their devices (field `device_ids`); nil = all of them.
     public var deviceIDs: [UUID]?

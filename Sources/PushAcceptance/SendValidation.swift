@@ -16,8 +16,10 @@ struct ValidatedSend {
 enum SendValidation {
     typealias Limits = AcceptanceLimits
 
-    static func validate(_ r: SendRequest, now: Date) throws -> ValidatedSend {
-        try checkAudience(r)
+    /// - Parameter platforms: the platforms served (the service's provider table), which a
+    ///   whole-app audience's `platforms` must be among.
+    static func validate(_ r: SendRequest, now: Date, platforms: Set<Platform>) throws -> ValidatedSend {
+        try checkAudience(r, platforms: platforms)
         if let ids = r.deviceIDs, ids.isEmpty || ids.count > Limits.maxDeviceIDs {
             throw AcceptanceError.invalid("device_ids", "when given, 1 to \(Limits.maxDeviceIDs) device ids")
         }
@@ -118,8 +120,8 @@ enum SendValidation {
 
     /// The audience (R-SEND-1, issue 22): the users of `user_ids`, or `audience: all` (every active
     /// device of the app in the mode at the send time) with no `user_ids` and no `device_ids`,
-    /// optionally narrowed to 1 to 3 distinct `platforms` among ios, android and web.
-    static func checkAudience(_ r: SendRequest) throws {
+    /// optionally narrowed to distinct `platforms` among those `served` (the provider table's).
+    static func checkAudience(_ r: SendRequest, platforms served: Set<Platform>) throws {
         guard let audience = r.audience else {
             if r.platforms != nil {
                 throw AcceptanceError.invalid("platforms", "only a whole-app audience (audience all) is narrowed by platform")
@@ -134,10 +136,10 @@ enum SendValidation {
             throw AcceptanceError.invalid("audience", "a whole-app audience takes no user_ids and no device_ids")
         }
         if let platforms = r.platforms {
-            guard !platforms.isEmpty, platforms.count <= Limits.audiencePlatforms.count,
-                  Set(platforms).count == platforms.count,
-                  platforms.allSatisfy({ Limits.audiencePlatforms.contains($0) }) else {
-                throw AcceptanceError.invalid("platforms", "when given, 1 to 3 distinct platforms among ios, android and web")
+            guard !platforms.isEmpty, Set(platforms).count == platforms.count,
+                  platforms.allSatisfy({ served.contains(Platform(rawValue: $0)) }) else {
+                let names = served.map(\.rawValue).sorted()
+                throw AcceptanceError.invalid("platforms", "when given, 1 to \(names.count) distinct platforms among \(names.joined(separator: ", "))")
             }
         }
     }

@@ -30,6 +30,26 @@ public enum DeviceAddressing: Sendable, Hashable {
     case subscription
 }
 
+/// What the database is told about one platform a deployment serves (`push_platforms`, sql/0024):
+/// how its devices register and whether its transport encrypts every push itself (the acceptance
+/// charges' policy, R-SEND-11). The provider table's descriptors give both
+/// (`ProviderTable.servedPlatforms`); SQL stores them and reads them, and names no platform itself.
+public struct PlatformTraits: Sendable, Hashable {
+    /// The platform (`push_devices.platform`).
+    public var platform: Platform
+    /// How its devices register (R-DEV-1).
+    public var addressing: DeviceAddressing
+    /// Its payload writer's `encryptsItself`.
+    public var encryptsItself: Bool
+
+    /// Makes a value.
+    public init(platform: Platform, addressing: DeviceAddressing, encryptsItself: Bool) {
+        self.platform = platform
+        self.addressing = addressing
+        self.encryptsItself = encryptsItself
+    }
+}
+
 /// Who answered a push, the label of `pushfleet_deliveries_total{provider}` and the spelling of
 /// `push_deliveries.provider`: one per provider of the table, plus the test-mode simulator.
 public struct ProviderKind: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {

@@ -35,6 +35,10 @@ public final class PGQueueStore: QueueStore {
         try Self.run { try HealthStore(connection: connection).healthProbe(required: required) }
     }
 
+    public func servePlatforms(_ platforms: [PlatformTraits]) throws {
+        try Self.run { _ = try PlatformStore(connection: connection).serve(platforms) }
+    }
+
     public func waitForWork(timeout: Double) throws {
         try Self.run { _ = try connection.waitForNotifications(timeout: timeout) }
     }

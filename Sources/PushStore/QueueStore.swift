@@ -23,6 +23,10 @@ public protocol QueueStore: AnyObject {
     func waitForWork(timeout: Double) throws
     /// Retention and cleanup on this session, or nil where the store keeps nothing to clean.
     var maintenance: MaintenanceStore? { get }
+    /// Tells the store the platforms this process serves (`PlatformStore.serve`, sql/0024; the
+    /// readiness gate's, once the schema is ready). A store whose functions bound no platform
+    /// (the in-memory one) has nothing to tell: the default does nothing.
+    func servePlatforms(_ platforms: [PlatformTraits]) throws
 
     // MARK: Claim and lease
 
@@ -215,6 +219,9 @@ public enum QueueStoreError: Error, CustomStringConvertible {
 }
 
 extension QueueStore {
+    /// Nothing to tell: a store whose functions bound no platform (the in-memory one).
+    public func servePlatforms(_ platforms: [PlatformTraits]) throws {}
+
     /// None: a store without an apps table (the in-memory one) counts no confirmation series.
     public func confirmingApps(limit: Int) throws -> [UUID: Date] { [:] }
 

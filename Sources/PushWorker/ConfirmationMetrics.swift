@@ -1,4 +1,6 @@
 import Foundation
+import PushCore
+import PushProviders
 
 /// The confirmation rate's two series (issue 24 part 5, R-IDS-4), by app, mode and platform:
 /// `pushfleet_pushes_sent_total` (a worker: deliveries its providers accepted, for apps with
@@ -8,7 +10,8 @@ import Foundation
 ///     sum by (app_id, mode, platform) (rate(pushfleet_pushes_confirmed_total[1h]))
 ///       / sum by (app_id, mode, platform) (rate(pushfleet_pushes_sent_total[1h]))
 ///
-/// Bounded cardinality: `platform` is `ios`, `android`, `web` or `other`, `mode` `test` or `live`,
+/// Bounded cardinality: `platform` is a platform of the provider table the process serves
+/// (`serve`; the standard table's until told) or `other`, `mode` `test` or `live`,
 /// and at most `maxApps` app ids get a series of their own per process (only opted-in apps are
 /// counted at all); later ones share `app_id="other"`.
 public final class ConfirmationMetrics: @unchecked Sendable {
@@ -19,6 +22,7 @@ public final class ConfirmationMetrics: @unchecked Sendable {
 
     private let lock = NSLock()
     private var apps: Set<String> = []
+    private var platforms: Set<String> = Set(ProviderTable.standard.platforms.map(\.rawValue))
     /// Sent (worker) or confirmed (API) pushes by [app_id, mode, platform].
     public let counts = LabeledCounter(labelNames: ["app_id", "mode", "platform"])
     /// The series name: `pushfleet_pushes_sent_total` or `pushfleet_pushes_confirmed_total`.
@@ -42,16 +46,22 @@ public final class ConfirmationMetrics: @unchecked Sendable {
         self.help = help
     }
 
+    /// Labels `platforms` (the process's provider table's) by name from now on; any other `other`.
+    public func serve(_ platforms: Set<Platform>) {
+        lock.withLock { self.platforms = Set(platforms.map(\.rawValue)) }
+    }
+
     /// Counts `n` pushes of app `appID` (its `papp_` text) in `mode` on `platform`.
     public func add(app appID: String, mode: String, platform: String, _ n: Double = 1) {
-        let app = lock.withLock { () -> String in
-            if apps.contains(appID) { return appID }
-            guard apps.count < Self.maxApps else { return Self.other }
+        let (app, known) = lock.withLock { () -> (String, Bool) in
+            let known = platforms.contains(platform)
+            if apps.contains(appID) { return (appID, known) }
+            guard apps.count < Self.maxApps else { return (Self.other, known) }
             apps.insert(appID)
-            return appID
+            return (appID, known)
         }
         let shownMode = mode == "test" || mode == "live" ? mode : Self.other
-        let shownPlatform = ["ios", "android", "web"].contains(platform) ? platform : Self.other
+        let shownPlatform = known ? platform : Self.other
         counts.increment([app, shownMode, shownPlatform], by: n)
     }
 

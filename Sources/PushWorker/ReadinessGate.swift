@@ -1,4 +1,6 @@
 import Foundation
+import PushCore
+import PushProviders
 import PushStore
 
 /// Decides whether the worker may claim work on a connection: the schema must be at least
@@ -6,7 +8,9 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0023_fewer_steps is the newest migration (`push_record`
+    /// The schema version this build needs: sql/0024_provider_platforms is the newest migration
+    /// (`push_platforms`, which this gate fills from the worker's provider table, and the functions
+    /// reading it); sql/0023_fewer_steps (`push_record`
     /// taking a sole batch's final state with its record); sql/0022_preview_mends
     /// (`confirm_deliveries_since`, which the worker's confirmation series and the preview SQL
     /// read, and `push_erase_content`, which the Maintainer's erasure calls);
@@ -29,13 +33,13 @@ public final class ReadinessGate {
     /// order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook dispatcher and retention deleting
     /// events with their outbox rows; sql/0008_api_accounts the accounts and keys of `pushfleet api`
     /// and the account-aware `push_app_create` the CLI calls; sql/0007 seals provider tokens.
-    public static let requiredSchemaVersion = 23
+    public static let requiredSchemaVersion = 24
 
     /// Every migration this build uses (the `sql/` files' versions up to `requiredSchemaVersion`;
     /// `ReadinessTests` holds it to the directory). All must be recorded, not only the highest: a
     /// branch's migration can land after higher ones (0008 and 0010 after 0011), and a database
     /// migrated by an earlier main records 0011 without them.
-    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
+    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {
@@ -65,13 +69,19 @@ public final class ReadinessGate {
     private weak var probed: AnyObject?
     private var probedAt = Date.distantPast
     private var verdict: Verdict?
+    private let platforms: [PlatformTraits]
+    private var platformsServed = false
 
     /// - Parameters:
     ///   - requiredVersion: minimum schema version (default `requiredSchemaVersion`).
     ///   - requiredMigrations: versions that must all be recorded (default `requiredMigrations`).
     ///   - interval: seconds between probes of the same connection (default 5).
+    ///   - platforms: the platforms the worker serves (its provider table's), told to the store
+    ///     (`QueueStore.servePlatforms`, sql/0024) on the first ready verdict.
     public init(metrics: WorkerMetrics, log: Log = .shared, requiredVersion: Int = ReadinessGate.requiredSchemaVersion,
-                requiredMigrations: [Int] = ReadinessGate.requiredMigrations, interval: Double = 5) {
+                requiredMigrations: [Int] = ReadinessGate.requiredMigrations, interval: Double = 5,
+                platforms: [PlatformTraits] = ProviderTable.standard.servedPlatforms) {
+        self.platforms = platforms
         self.metrics = metrics
         self.log = log
         self.requiredVersion = requiredVersion
@@ -80,13 +90,19 @@ public final class ReadinessGate {
     }
 
     /// Probes `store` when it is a new session or the last probe is older than `interval`; returns
-    /// whether work may be claimed. - Throws: the store's error when the probe fails (connection broken).
+    /// whether work may be claimed. On the first ready verdict it tells the store the platforms
+    /// served (once per gate; before any claim). - Throws: the store's error when the probe fails
+    /// (connection broken) or the platforms could not be told (tried again at the next call).
     public func admit(_ store: QueueStore, now: Date = Date()) throws -> Bool {
         if probed !== store || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
             let health = try store.healthProbe(required: requiredMigrations)
             record(Self.verdict(health, requiredVersion: requiredVersion))
             probed = store
             probedAt = now
+        }
+        if verdict == .ready && !platformsServed {
+            try store.servePlatforms(platforms)
+            platformsServed = true
         }
         return verdict == .ready
     }

@@ -60,7 +60,8 @@ public final class Worker: @unchecked Sendable {
         self.sessions = sessions
         self.metrics = metrics
         self.log = log
-        self.readiness = ReadinessGate(metrics: metrics, log: log)
+        self.readiness = ReadinessGate(metrics: metrics, log: log, platforms: config.providers.servedPlatforms)
+        metrics.pushesSent.serve(config.providers.platforms)
         let gate = ProviderGate(store: sessions.openPauseStore() ?? MemoryPauseStore(), owner: config.owner,
                                 thresholds: config.outageThresholds, refreshInterval: config.pauseRefreshInterval,
                                 metrics: metrics, log: log)

@@ -1,3 +1,6 @@
+-- push_enqueue (sql/0024, issue 16): names no platform. A whole-app audience's `platforms` are
+-- bounded by push_platforms (the deployment's provider table), and the acceptance charges' policy
+-- is push_policy_delivers, which push_split_audience shares. Everything else is 0021's text.
 -- push_enqueue (sql/0019, after sql/0018): an ids_only app (R-IDS-1) is charged at acceptance for
 -- its keyless devices too (nothing of the content leaves, so R-SEND-5 does not refuse them), and its
 -- content is bounded by R-LIM-1 alone (its iOS and Android payloads never carry it: the floor below
@@ -61,11 +64,15 @@ BEGIN
         IF cardinality(p_user_ids) > 0 OR p_device_ids IS NOT NULL THEN
             PERFORM push_refuse('audience', 'a whole-app audience takes no user_ids and no device_ids');
         END IF;
+        -- The platforms served: push_platforms (sql/0024, the provider table's), never a list here.
         IF p_audience_platforms IS NOT NULL AND (cardinality(p_audience_platforms) = 0
-           OR array_ndims(p_audience_platforms) <> 1 OR cardinality(p_audience_platforms) > 3
-           OR EXISTS (SELECT 1 FROM unnest(p_audience_platforms) p(x) WHERE x IS NULL OR x NOT IN ('ios', 'android', 'web'))
+           OR array_ndims(p_audience_platforms) <> 1
+           OR EXISTS (SELECT 1 FROM unnest(p_audience_platforms) p(x)
+                       WHERE x IS NULL OR NOT EXISTS (SELECT 1 FROM push_platforms s WHERE s.platform = x))
            OR (SELECT count(DISTINCT x) FROM unnest(p_audience_platforms) p(x)) <> cardinality(p_audience_platforms)) THEN
-            PERFORM push_refuse('platforms', 'when given, 1 to 3 distinct platforms among ios, android and web');
+            PERFORM push_refuse('platforms', (SELECT format('when given, 1 to %s distinct platforms among %s', count(*),
+                                                            string_agg(s.platform, ', ' ORDER BY s.platform))
+                                                FROM push_platforms s));
         END IF;
         v_user_ids := '{}';
     ELSIF p_audience_platforms IS NOT NULL THEN
@@ -212,15 +219,18 @@ BEGIN
     END IF;
 
     -- Acceptance charges (R-SEND-9, R-IDS-1): what the policy would deliver to now
-    -- (push_devices_audience_idx); PushCore's DeliveryPlanner.policyDelivers at send time.
+    -- (push_devices_audience_idx); PushCore's DeliveryPlanner.policyDelivers at send time. The
+    -- predicate is push_policy_delivers (sql/0024), inlined; the platforms that encrypt themselves
+    -- are read once per call (an InitPlan over push_platforms).
     -- A whole-app audience is charged at send time instead, batch by batch (push_split_audience, R-KIND-5).
     INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
     SELECT v_id, d.id, 'charge', p_app_id, p_mode, 'accepted'
       FROM push_devices d
      WHERE p_audience IS NULL AND d.app_id = p_app_id AND d.mode = p_mode AND d.active AND d.user_id = ANY (p_user_ids)
        AND (p_device_ids IS NULL OR d.id = ANY (p_device_ids))
-       AND (d.public_key IS NOT NULL OR d.platform = 'web' OR NOT v_app.require_encryption
-            OR v_app.content_mode = 'ids_only');
+       AND push_policy_delivers(d.public_key IS NOT NULL,
+                                d.platform = ANY (ARRAY(SELECT s.platform FROM push_platforms s WHERE s.encrypts_itself)),
+                                v_app.require_encryption, v_app.content_mode);
 
     INSERT INTO push_jobs (kind, notification_id, app_id, run_at)
     VALUES ('notification', v_id, p_app_id, greatest(p_now, coalesce(p_send_at, p_now)));

@@ -1,8 +1,10 @@
 -- push_register_device_v2: push_register_device (0003) with every field bounded here and the
--- device as stored in the answer (for the API's 200). Bounds (R-DEV-1, R-DEV-3): platform ios,
--- android or web; token (ios, android) 1 to 512 characters of A-Z a-z 0-9 _ : . -; web: an https
--- endpoint of at most 2,048 bytes, p256dh a 65-byte uncompressed point, auth 16 bytes, no token,
--- no encryption key; user_id 1 to 255 characters; apns_environment sandbox or production for iOS
+-- device as stored in the answer (for the API's 200). Bounds (R-DEV-1, R-DEV-3): platform one of
+-- push_platforms (sql/0024: the platforms the deployment's provider table serves, each with its
+-- addressing); a token-addressed device's token 1 to 512 characters of A-Z a-z 0-9 _ : . -; a
+-- subscription-addressed one (web): an https endpoint of at most 2,048 bytes, p256dh a 65-byte
+-- uncompressed point, auth 16 bytes, no token, no encryption key; user_id 1 to 255 characters;
+-- apns_environment sandbox or production where the addressing names an APNs environment (iOS)
 -- and absent otherwise; a key set is 65 bytes starting 0x04 with a 16-character kid. (PushCore
 -- checks more before this call: the key on the curve, the endpoint's host.) The rest is 0003's
 -- upsert, limits and lock order (sql/LOCK_ORDER.md). The limits (R-DEV-5, R-DEV-6) are the
@@ -28,12 +30,17 @@ DECLARE
     v_delta bigint;
     v_counted boolean := false;
     v_count bigint;
+    v_addressing text;
 BEGIN
     IF p_mode IS NULL OR p_mode NOT IN ('test', 'live') THEN
         PERFORM push_refuse('mode', 'must be test or live');
     END IF;
-    IF p_platform IS NULL OR p_platform NOT IN ('ios', 'android', 'web') THEN
-        PERFORM push_refuse('platform', 'must be ios, android or web');
+    -- The platforms served and how each registers: push_platforms, which the product's processes
+    -- fill from their provider table (sql/0024); this function names no platform.
+    SELECT p.addressing INTO v_addressing FROM push_platforms p WHERE p.platform = p_platform;
+    IF v_addressing IS NULL THEN
+        PERFORM push_refuse('platform', 'must be ' || coalesce((SELECT string_agg(p.platform, ', ' ORDER BY p.platform)
+                                                                 FROM push_platforms p), 'a platform this deployment serves'));
     END IF;
     IF p_key_action IS NULL OR p_key_action NOT IN ('keep', 'set', 'remove') THEN
         PERFORM push_refuse('encryption_public_key', 'key action must be keep, set or remove');
@@ -41,7 +48,7 @@ BEGIN
     IF p_user_id IS NULL OR char_length(p_user_id) NOT BETWEEN 1 AND 255 THEN
         PERFORM push_refuse('user_id', 'must be 1 to 255 characters');
     END IF;
-    IF p_platform = 'web' THEN
+    IF v_addressing = 'subscription' THEN
         IF p_token IS NOT NULL THEN
             PERFORM push_refuse('token', 'web devices register a subscription, not a token');
         END IF;
@@ -65,10 +72,11 @@ BEGIN
             PERFORM push_refuse('token', 'must be 1 to 512 characters of A-Z a-z 0-9 _ : . -');
         END IF;
     END IF;
-    IF p_platform = 'ios' AND (p_apns_environment IS NULL OR p_apns_environment NOT IN ('sandbox', 'production')) THEN
+    IF v_addressing = 'token_with_environment'
+       AND (p_apns_environment IS NULL OR p_apns_environment NOT IN ('sandbox', 'production')) THEN
         PERFORM push_refuse('apns_environment', 'must be sandbox or production for an iOS device');
     END IF;
-    IF p_platform <> 'ios' AND p_apns_environment IS NOT NULL THEN
+    IF v_addressing <> 'token_with_environment' AND p_apns_environment IS NOT NULL THEN
         PERFORM push_refuse('apns_environment', 'applies to iOS devices only');
     END IF;
     IF p_key_action = 'set' AND (p_public_key IS NULL OR octet_length(p_public_key) <> 65

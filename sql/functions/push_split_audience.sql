@@ -25,8 +25,9 @@
 --   'not_sending': the notification is no longer sending or has no whole-app audience; the job
 --     is completed (nothing else written). 'lease_lost', 'orphaned': nothing written.
 -- Locks (sql/LOCK_ORDER.md): the notification row, then the job row; new rows are inserted only.
--- The policy predicate of the charges is push_enqueue's (key present, Web Push, encryption not
--- required, or an ids_only app: R-IDS-1, sql/0019), on the `encrypted` and `content_mode` that
+-- The policy predicate of the charges is push_enqueue's, push_policy_delivers (sql/0024: key
+-- present, a platform whose transport encrypts itself per push_platforms, encryption not required,
+-- or an ids_only app: R-IDS-1, sql/0019), on the `encrypted` and `content_mode` that
 -- push_start_notifications read at the send time; the key's
 -- presence is read as `kid IS NOT NULL` (equal by push_devices' CHECK), which the index carries, so
 -- a step is an index-only scan of the app's slice of the index (the table's visibility map allowing).
@@ -80,9 +81,9 @@ BEGIN
 
     -- The chunk (push_devices_broadcast_idx, keyset after the cursor): at most p_chunk ids.
     SELECT coalesce(array_agg(c.id ORDER BY c.id), '{}'),
-           coalesce(array_agg(c.id ORDER BY c.id) FILTER (WHERE c.keyed OR c.platform = 'web'
-                                                          OR NOT coalesce(v_n.encrypted, false)
-                                                          OR v_n.content_mode = 'ids_only'), '{}')
+           coalesce(array_agg(c.id ORDER BY c.id) FILTER (WHERE push_policy_delivers(
+               c.keyed, c.platform = ANY (ARRAY(SELECT s.platform FROM push_platforms s WHERE s.encrypts_itself)),
+               v_n.encrypted, v_n.content_mode)), '{}')
       INTO v_ids, v_charge
       FROM (SELECT d.id, d.platform, d.kid IS NOT NULL AS keyed
               FROM push_devices d

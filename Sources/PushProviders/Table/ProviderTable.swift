@@ -3,7 +3,9 @@ import PushCore
 /// The providers this release serves, one descriptor each. Adding a provider is one file with its
 /// descriptor (`extension ProviderDescriptor { static let name = ... }`) and one entry here; every
 /// part of the product that depends on the provider (the planner's payload writer, the answer
-/// table, the live router's clients, the metrics' labels, registration) reads it from this table.
+/// table, the live router's clients, the metrics' labels, registration, and on PostgreSQL the
+/// platforms the SQL functions accept, which the processes write into `push_platforms` from this
+/// table at start-up) reads it from this table.
 extension ProviderTable {
     /// The product's table.
     public static let standard = ProviderTable([.apns, .fcm, .webPush])
@@ -99,6 +101,13 @@ public struct ProviderTable: Sendable {
 
     /// Every platform served.
     public var platforms: Set<Platform> { Set(descriptors.map(\.platform)) }
+    /// Every platform served with what SQL needs of it (`push_platforms`, sql/0024: addressing and
+    /// whether its writer encrypts itself), in platform order; the provider serving each, as `provider(for:)`.
+    public var servedPlatforms: [PlatformTraits] {
+        platforms.sorted { $0.rawValue < $1.rawValue }.compactMap { p in
+            provider(for: p).map { PlatformTraits(platform: p, addressing: $0.addressing, encryptsItself: $0.payload.encryptsItself) }
+        }
+    }
     /// Every credential kind, in table order.
     public var credentialKinds: [CredentialKind] { descriptors.map(\.credentialKind) }
     /// The planner's rules by platform (payload writer, addressing).

@@ -37,6 +37,21 @@ enum RegistryQueries {
       FROM push_apps WHERE id = $1::uuid
     """
 
+    /// `PlatformStore.serve` (sql/0024): the provider table's platforms into `push_platforms`, one
+    /// statement, rows in platform order; an unchanged row is not written.
+    static let servePlatforms = """
+    INSERT INTO push_platforms AS p (platform, addressing, encrypts_itself)
+    SELECT t.platform, t.addressing, t.encrypts_itself
+      FROM unnest($1::text[], $2::text[], $3::boolean[]) AS t(platform, addressing, encrypts_itself)
+     ORDER BY t.platform
+    ON CONFLICT (platform) DO UPDATE SET addressing = excluded.addressing, encrypts_itself = excluded.encrypts_itself,
+                                         updated_at = now()
+     WHERE (p.addressing, p.encrypts_itself) IS DISTINCT FROM (excluded.addressing, excluded.encrypts_itself)
+    """
+
+    /// `PlatformStore.served`: every row of `push_platforms` (primary key order).
+    static let servedPlatforms = "SELECT platform, addressing, encrypts_itself FROM push_platforms ORDER BY platform"
+
     /// The registration upsert, the device as stored and whether its preview token was set
     /// (sql/0020 `push_register_device_v3` around sql/0006's `push_register_device_v2`).
     static let registerDevice = """
