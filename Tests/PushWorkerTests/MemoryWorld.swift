@@ -221,6 +221,17 @@ final class MemoryWorld: TestWorld {
 
     func setDeviceLastRegistered(_ id: UUID, _ at: Date) throws { queue.alterDevice(id) { $0.lastRegisteredAt = at } }
     func setDeviceToken(_ id: UUID, _ token: String) throws { queue.alterDevice(id) { $0.token = token } }
+    func setDeviceUser(_ id: UUID, _ user: String) throws { queue.alterDevice(id) { $0.userID = user } }
+
+    func deactivateDevice(_ id: UUID) throws {
+        let now = Date()
+        queue.alterDevice(id) { d in
+            d.active = false
+            d.deactivatedAt = now
+        }
+    }
+
+    func startedAt(notification: UUID) throws -> Date? { queue.locked { $0.notifications[notification]?.startedAt } }
 
     private func XCTUnwrapSummary(_ s: CredentialSummary?) throws -> CredentialSummary {
         guard let s else { throw PushError(.notFound, "the set was not stored") }

@@ -38,6 +38,11 @@ final class PGQueueConformanceTests: PGWorkerTestCase {
     func testIdempotencyKeyTwiceMakesOneNotificationAndOneSetOfCharges() throws { try conformIdempotencyKeyTwiceMakesOneNotificationAndOneSetOfCharges() }
     func testCancelBeforeSendTimeRefundsAllAndAfterStartReturnsFalse() throws { try conformCancelBeforeSendTimeRefundsAllAndAfterStartReturnsFalse() }
     func testExpiresAtIsStoredAsTheLaterOfAcceptedAndSendAtPlusTTL() throws { try conformExpiresAtIsStoredAsTheLaterOfAcceptedAndSendAtPlusTTL() }
+
+    // The send-time targeting scenarios of `SendTimeTargetingTests.swift` (R-SEND-1): push_start_notifications, the batch load.
+    func testADeviceMovedToAUserOutsideTheAudienceAfterTheStartIsNotSent() throws { try conformADeviceMovedToAUserOutsideTheAudienceAfterTheStartIsNotSent() }
+    func testAMoveStampedJustBeforeTheStartButUnseenByItIsStillCaught() throws { try conformAMoveStampedJustBeforeTheStartButUnseenByItIsStillCaught() }
+    func testDevicesRegisteredBeforeTheStartAreTargetedWithoutSearchingTheAudience() throws { try conformDevicesRegisteredBeforeTheStartAreTargetedWithoutSearchingTheAudience() }
 }
 
 /// `ContentModeScenarios` (R-IDS-1, LiveContentModeTests.swift, run there on the in-memory store as

@@ -300,4 +300,16 @@ final class PGWorld: TestWorld {
     func setDeviceToken(_ id: UUID, _ token: String) throws {
         try conn.exec("UPDATE push_devices SET token = $2::text WHERE id = $1::uuid", [.uuid(id), .text(token)])
     }
+
+    func setDeviceUser(_ id: UUID, _ user: String) throws {
+        try conn.exec("UPDATE push_devices SET user_id = $2::text WHERE id = $1::uuid", [.uuid(id), .text(user)])
+    }
+
+    func deactivateDevice(_ id: UUID) throws {
+        try conn.exec("UPDATE push_devices SET active = false, deactivated_at = now() WHERE id = $1::uuid", [.uuid(id)])
+    }
+
+    func startedAt(notification: UUID) throws -> Date? {
+        try conn.exec("SELECT started_at FROM push_notifications WHERE id = $1::uuid", [.uuid(notification)]).decode(0, "started_at")
+    }
 }

@@ -97,6 +97,12 @@ protocol TestWorld: AnyObject {
     func removeJobs(notification: UUID) throws
     func setDeviceLastRegistered(_ id: UUID, _ at: Date) throws
     func setDeviceToken(_ id: UUID, _ token: String) throws
+    /// Moves a device row to another user (as a re-registration would, past the registry).
+    func setDeviceUser(_ id: UUID, _ user: String) throws
+    /// Deactivates a device row by hand (no reason, no event).
+    func deactivateDevice(_ id: UUID) throws
+    /// When the notification's send time started it (nil before).
+    func startedAt(notification: UUID) throws -> Date?
     /// Moves every pending retry and every available job's run time to now.
     func dueNow() throws
 }
