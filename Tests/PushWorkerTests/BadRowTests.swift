@@ -139,4 +139,29 @@ final class BadRowTests: PGWorkerTestCase {
         XCTAssertEqual(report.sendAt, .distantFuture)
         XCTAssertEqual(try NotificationStore(connection: conn).report(id: always)?.status, "sent")
     }
+
+    /// R-KIND-1..3 (moved here from `PushKindWorkerTests`, whose other scenarios run on both stores):
+    /// a row written past push_enqueue that breaks a kind rule (a background push with a title, an
+    /// unknown push type) fails its deliveries INVALID_DATA, refunded, nothing handed to a provider.
+    func testKindRowsWrittenPastTheFunctionAreRefusedAtSendTime() throws {
+        let app = try createApp()
+        let d = try kindDevices(app, user: "u1")
+        let titled = try enqueue(app, users: ["u1"])
+        let unknown = try enqueue(app, users: ["u1"], title: nil)
+        XCTAssertEqual(try conn.exec("UPDATE push_notifications SET push_type = 'background' WHERE id = $1", [.uuid(titled)])
+            .affectedRowCount, 1)
+        XCTAssertEqual(try conn.exec("UPDATE push_notifications SET push_type = 'voip' WHERE id = $1", [.uuid(unknown)])
+            .affectedRowCount, 1)
+        let router = RecordingRouter()
+        try drain(try makeWorker(router))
+        XCTAssertTrue(router.pushes.isEmpty)
+        for n in [titled, unknown] {
+            let rows = try deliveries(n)
+            for device in [d.iosKey, d.iosPlain, d.androidKey, d.androidPlain, d.web] {
+                XCTAssertEqual(rows[device]?.errorCode, "INVALID_DATA")
+            }
+            XCTAssertEqual(try notification(n).status, "failed")
+            try assertLedgerInvariants(n)
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushTestSupport
 import PushCore
 import XCTest
 

@@ -5,50 +5,51 @@ import PushStore
 @testable import PushWorker
 import XCTest
 
-/// The API side's SQL functions under the worker: idempotency keys (R-SEND-1, push_enqueue),
-/// cancellation (push_cancel), and the expiry push_enqueue stores (R-SEND-10: push_expires_at from
-/// the database's acceptance instant; the worker reads the stored instant). The ledger nets of every ending are in the conformance suite
+/// The API side's enqueue and cancel under the worker, on both stores: idempotency keys (R-SEND-1,
+/// push_enqueue), cancellation (push_cancel), and the expiry the API side stores (R-SEND-10:
+/// push_expires_at from the acceptance instant; the worker reads the stored instant). `LedgerTests`
+/// runs these scenarios on the in-memory store, `PGQueueConformanceTests` on PostgreSQL (the SQL
+/// functions themselves). The ledger nets of every ending are in the conformance suite
 /// (`conformLedgerNetsForEveryEnding`), on both stores.
-final class LedgerTests: PGWorkerTestCase {
+extension WorkerTestCase {
     /// R-SEND-1 / R-SEND-9: the same idempotency key twice gives one notification, one job and one
     /// set of acceptance charges; the second call reports `created` false.
-    func testIdempotencyKeyTwiceMakesOneNotificationAndOneSetOfCharges() throws {
+    func conformIdempotencyKeyTwiceMakesOneNotificationAndOneSetOfCharges() throws {
         let app = try createApp()
         try register(app, user: "u1")
         try register(app, user: "u1", platform: "android")
         var q = EnqueueRequest(appID: app, mode: "test", userIDs: ["u1"])
         q.title = "Once"
         q.idempotencyKey = "order-17-shipped"
-        let store = NotificationStore(connection: conn)
-        let first = try store.enqueue(q)
-        let second = try store.enqueue(q)
+        let first = try world.enqueue(q)
+        let second = try world.enqueue(q)
         XCTAssertTrue(first.created)
         XCTAssertFalse(second.created)
         XCTAssertEqual(first.id, second.id)
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_notifications"), 1)
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_jobs"), 1)
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_ledger WHERE kind = 'charge'"), 2)
+        let counts = try world.rowCounts()
+        XCTAssertEqual(counts.notifications, 1)
+        XCTAssertEqual(counts.jobs, 1)
+        XCTAssertEqual(counts.charges, 2)
         try drain(try makeWorker())
         XCTAssertEqual(try deliveries(first.id).count, 2)
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_ledger WHERE kind = 'charge'"), 2)
+        XCTAssertEqual(try world.rowCounts().charges, 2)
         XCTAssertEqual(try notification(first.id).deviceCount, 2)
-        XCTAssertFalse(try store.enqueue(q).created, "still one notification after it was sent")
+        XCTAssertFalse(try world.enqueue(q).created, "still one notification after it was sent")
     }
 
     /// Cancel before send time refunds every acceptance charge and the job never runs; cancel after
     /// the send time started (job taken up) or after the end returns false and refunds nothing.
-    func testCancelBeforeSendTimeRefundsAllAndAfterStartReturnsFalse() throws {
+    func conformCancelBeforeSendTimeRefundsAllAndAfterStartReturnsFalse() throws {
         let app = try createApp()
         let a = try register(app, user: "u1"), b = try register(app, user: "u1", platform: "android")
-        let store = NotificationStore(connection: conn)
         let sendAt = Date().addingTimeInterval(3600)
         let scheduled = try enqueue(app, users: ["u1"]) { $0.sendAt = sendAt }
-        XCTAssertTrue(try store.cancel(id: scheduled))
-        XCTAssertFalse(try store.cancel(id: scheduled), "cancelling twice is too late")
+        XCTAssertTrue(try world.cancel(scheduled))
+        XCTAssertFalse(try world.cancel(scheduled), "cancelling twice is too late")
         XCTAssertEqual(try ledger(scheduled)[a]?.refunds, 1)
         XCTAssertEqual(try ledger(scheduled)[b]?.refunds, 1)
         XCTAssertEqual(try notification(scheduled).status, "cancelled")
-        let queue = PGQueueStore(connection: workerConn)
+        let queue: QueueStore = workerSession
         XCTAssertTrue(try queue.jobClaimBatch(owner: "w", limit: 10, leaseSeconds: 30,
                                               now: sendAt.addingTimeInterval(60)).isEmpty, "the job never runs")
         XCTAssertTrue(try deliveries(scheduled).isEmpty)
@@ -56,13 +57,12 @@ final class LedgerTests: PGWorkerTestCase {
         let started = try enqueue(app, users: ["u1"])
         let claimed = try queue.jobClaimBatch(owner: "w", limit: 10, leaseSeconds: 30)
         XCTAssertEqual(claimed.map { $0.notification.id }, [started])
-        XCTAssertFalse(try store.cancel(id: started), "its job was taken up: too late")
+        XCTAssertFalse(try world.cancel(started), "its job was taken up: too late")
         try queue.jobRelease([claimed[0].lease])
         try drain(try makeWorker())
-        XCTAssertFalse(try store.cancel(id: started), "final: too late")
+        XCTAssertFalse(try world.cancel(started), "final: too late")
         XCTAssertEqual(try notification(started).status, "sent")
-        XCTAssertEqual(try int("SELECT count(*)::int FROM push_ledger WHERE notification_id = $1 AND kind = 'refund'",
-                               [.uuid(started)]), 0)
+        XCTAssertEqual(try ledger(started).values.map(\.refunds).reduce(0, +), 0)
         try assertLedgerInvariants(started)
     }
 
@@ -74,11 +74,10 @@ final class LedgerTests: PGWorkerTestCase {
         q.title = "t"
         q.sendAt = sendAt
         q.ttlSeconds = ttl
-        let id = try NotificationStore(connection: conn).enqueue(q, now: now).id
-        return try conn.exec("SELECT expires_at FROM push_notifications WHERE id = $1", [.uuid(id)]).date(0, "expires_at")
+        return try world.expiresAt(notification: try world.enqueue(q, now: now).id)
     }
 
-    func testExpiresAtIsStoredAsTheLaterOfAcceptedAndSendAtPlusTTL() throws {
+    func conformExpiresAtIsStoredAsTheLaterOfAcceptedAndSendAtPlusTTL() throws {
         let now = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 1000).rounded() * 1000)
         XCTAssertEqual(try expiresAt(sendAt: nil, ttl: 60, now: now), now.addingTimeInterval(60))
         XCTAssertEqual(try expiresAt(sendAt: now.addingTimeInterval(100), ttl: 60, now: now), now.addingTimeInterval(160))
@@ -87,4 +86,11 @@ final class LedgerTests: PGWorkerTestCase {
         XCTAssertEqual(try expiresAt(sendAt: nil, ttl: nil, now: now), now.addingTimeInterval(2_419_200),
                        "the ttl defaults to four weeks")
     }
+}
+
+/// The enqueue and cancel scenarios above on the in-memory store; on PostgreSQL in `PGQueueConformanceTests`.
+final class LedgerTests: WorkerTestCase {
+    func testIdempotencyKeyTwiceMakesOneNotificationAndOneSetOfCharges() throws { try conformIdempotencyKeyTwiceMakesOneNotificationAndOneSetOfCharges() }
+    func testCancelBeforeSendTimeRefundsAllAndAfterStartReturnsFalse() throws { try conformCancelBeforeSendTimeRefundsAllAndAfterStartReturnsFalse() }
+    func testExpiresAtIsStoredAsTheLaterOfAcceptedAndSendAtPlusTTL() throws { try conformExpiresAtIsStoredAsTheLaterOfAcceptedAndSendAtPlusTTL() }
 }

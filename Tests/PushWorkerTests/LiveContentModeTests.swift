@@ -6,9 +6,10 @@ import PushProviders
 @testable import PushStore
 @testable import PushWorker
 
-/// R-IDS-1 end to end on PostgreSQL (push_enqueue, push_start_notifications, the claim of split
-/// batches, push_record) with the worker's `LiveRouter` against the fake APNs and FCM: what the
-/// providers receive from an `ids_only` app, the acceptance charges of keyless devices, and the
+/// R-IDS-1 end to end on both stores (on PostgreSQL: push_enqueue, push_start_notifications, the
+/// claim of split batches, push_record; `LiveContentModeTests`, in PGQueueConformanceTests.swift
+/// with the other PostgreSQL runs of shared scenarios) with the worker's `LiveRouter` against the
+/// fake APNs and FCM: what the providers receive from an `ids_only` app, the acceptance charges of keyless devices, and the
 /// app made `sealed` again before the send time.
 class ContentModeScenarios: LiveTestCase {
 
@@ -136,16 +137,6 @@ class ContentModeScenarios: LiveTestCase {
         let payload = try XCTUnwrap(pushes(fakes.apns).first?["payload"] as? String)
         XCTAssertTrue(payload.hasSuffix(#","pf":{"v":1,"id":"\#(PrefixedID.format(.notification, n))"}}"#), payload)
     }
-}
-
-/// On PostgreSQL: push_enqueue, push_start_notifications, the claim, push_record.
-final class LiveContentModeTests: ContentModeScenarios {
-    override class var backend: Backend { .postgres }
-    func testIDsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices() throws {
-        try idsOnlyAppSendsOnlyTheMarkerToAPNsAndFCMForKeyedAndKeylessDevices()
-    }
-    func testSealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() throws { try sealedAgainAtSendTimeRefusesWhatNoLongerFitsAndRefunds() }
-    func testIDsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() throws { try idsOnlyAtSendTimeDeliversToAKeylessDeviceChargedThen() }
 }
 
 /// The same on the in-memory queue (`InMemoryQueue`, the conformance double of the SQL functions).

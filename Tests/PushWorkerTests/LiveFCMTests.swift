@@ -1,4 +1,5 @@
 import Foundation
+import PushTestSupport
 import XCTest
 import PushCore
 @testable import PushStore

@@ -159,3 +159,53 @@ final class LiveTokenCacheTests: XCTestCase {
         XCTAssertEqual(try broken.currentToken(for: "k", now: 6) { _ in XCTFail("cached locally"); return t }.value, "local")
     }
 }
+
+
+/// `TokenIsolationScenarios` (issue 11, R-PRV-3; LiveTokenIsolationTests.swift, run there on the
+/// in-memory store) on PostgreSQL, each APNs run also finding one stored JWT per signing key in
+/// push_provider_tokens; and the fleet-wide sharing through that table, PostgreSQL only.
+final class PGTokenIsolationTests: TokenIsolationScenarios {
+    override class var backend: Backend { .postgres }
+
+    func testAPNsSetsWithSameTeamAndKeyIdsButAnotherKeyRightOneFirstR_PRV_3() throws {
+        try checkAPNsIsolation(rightFirst: true)
+        try assertOneStoredJWTPerSigningKey()
+    }
+
+    func testAPNsSetsWithSameTeamAndKeyIdsButAnotherKeyWrongOneFirstR_PRV_3() throws {
+        try checkAPNsIsolation(rightFirst: false)
+        try assertOneStoredJWTPerSigningKey()
+    }
+
+    func testFCMSetsWithSameClientEmailButAnotherKeyRightOneFirstR_PRV_3() throws { try checkFCMIsolation(rightFirst: true) }
+    func testFCMSetsWithSameClientEmailButAnotherKeyWrongOneFirstR_PRV_3() throws { try checkFCMIsolation(rightFirst: false) }
+
+    private func assertOneStoredJWTPerSigningKey() throws {
+        let keys = try conn.exec("SELECT cache_key FROM push_provider_tokens ORDER BY cache_key").rows.count
+        XCTAssertEqual(keys, 2, "one stored JWT per signing key")
+    }
+
+    /// Issue 11: one APNs JWT per signing key for the whole fleet, shared through
+    /// push_provider_tokens (sealed): two notifications, two worker "processes", one signature.
+    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT() throws {
+        try setAPNs()
+        for i in 0..<4 { _ = try device("ok", user: "u\(i)", n: i) }
+        try drainSend(users: ["u0", "u1"])
+        try makeWorker(apnsTimeoutMillis: 10_000)  // a second worker "process": new router, clients and cache
+        try drainSend(users: ["u2", "u3"])
+        let logged = pushes(fakes.apns)
+        XCTAssertEqual(logged.count, 4)
+        XCTAssertEqual(Set(logged.compactMap { $0["jwt_sig"] as? String }).count, 1)
+        let fingerprint = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: LiveFakes.keyID)
+            .publicKeyFingerprint
+        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text AND token IS NULL",
+                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID):\(fingerprint)")])
+        XCTAssertEqual(try r.int(0, "n"), 1, "one sealed row, keyed by the signing key (issue 11)")
+    }
+
+    private func drainSend(users: [String]) throws {
+        let n = try send(users: users)
+        try drain()
+        XCTAssertTrue(try report(n).deliveries.allSatisfy { $0.status == "sent" }, "setup send did not succeed")
+    }
+}

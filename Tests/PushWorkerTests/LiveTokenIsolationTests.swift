@@ -10,46 +10,15 @@ import PushTestSupport
 /// carry the same (public) APNs team and key ids, or the same FCM `client_email`, but different
 /// private keys; the fakes trust only one of them. In both orders, each app's requests carry a token
 /// made with its own key: the wrong set ends `CREDENTIALS_INVALID` (R-PRV-3) and is never verified,
-/// the right one is verified and untouched.
-final class LiveTokenIsolationTests: LiveTestCase {
-    override class var backend: Backend { .postgres }
-
-    /// Issue 11: one APNs JWT per signing key for the whole fleet, shared through
-    /// push_provider_tokens (sealed): two notifications, two worker "processes", one signature.
-    func testAcceptedSendsAcrossNotificationsAndWorkersCarryOneJWT() throws {
-        try setAPNs()
-        for i in 0..<4 { _ = try device("ok", user: "u\(i)", n: i) }
-        try drainSend(users: ["u0", "u1"])
-        try makeWorker(apnsTimeoutMillis: 10_000)  // a second worker "process": new router, clients and cache
-        try drainSend(users: ["u2", "u3"])
-        let logged = pushes(fakes.apns)
-        XCTAssertEqual(logged.count, 4)
-        XCTAssertEqual(Set(logged.compactMap { $0["jwt_sig"] as? String }).count, 1)
-        let fingerprint = try JWTSigner.es256(privateKeyPEM: try FakeMaterial.text("apns_key.p8"), keyId: LiveFakes.keyID)
-            .publicKeyFingerprint
-        let r = try conn.exec("SELECT count(*)::int AS n FROM push_provider_tokens WHERE cache_key = $1::text AND token IS NULL",
-                              [.text("apns:\(LiveFakes.teamID):\(LiveFakes.keyID):\(fingerprint)")])
-        XCTAssertEqual(try r.int(0, "n"), 1, "one sealed row, keyed by the signing key (issue 11)")
-    }
-
-
-    private func drainSend(users: [String]) throws {
-        let n = try send(users: users)
-        try drain()
-        XCTAssertTrue(try report(n).deliveries.allSatisfy { $0.status == "sent" }, "setup send did not succeed")
-    }
+/// the right one is verified and untouched. The scenarios are shared by both stores:
+/// `LiveTokenIsolationTests` runs them on the in-memory store (the worker's router and token cache
+/// keep the sets apart), `PGTokenIsolationTests` (in LiveTokenCacheTests.swift, with the
+/// fleet-shared cache's other tests) on PostgreSQL, where the tokens are also stored per signing key.
+class TokenIsolationScenarios: LiveTestCase {
 
     // MARK: - APNs
 
-    func testAPNsSetsWithSameTeamAndKeyIdsButAnotherKeyRightOneFirstR_PRV_3() throws {
-        try checkAPNsIsolation(rightFirst: true)
-    }
-
-    func testAPNsSetsWithSameTeamAndKeyIdsButAnotherKeyWrongOneFirstR_PRV_3() throws {
-        try checkAPNsIsolation(rightFirst: false)
-    }
-
-    private func checkAPNsIsolation(rightFirst: Bool) throws {
+    func checkAPNsIsolation(rightFirst: Bool) throws {
         let (right, wrong, rightTokens, wrongTokens) = try twoApps(.ios) { app, isRight in
             try setAPNs(app: app, p8File: isRight ? "apns_key.p8" : "apns_other.p8")
         }
@@ -77,21 +46,11 @@ final class LiveTokenIsolationTests: LiveTestCase {
             XCTAssertTrue(wrongKey.verify(jwt), "the wrong app signed with its own key")
             XCTAssertFalse(rightKey.verify(jwt), "never with the right app's token")
         }
-        let keys = try conn.exec("SELECT cache_key FROM push_provider_tokens ORDER BY cache_key").rows.count
-        XCTAssertEqual(keys, 2, "one stored JWT per signing key")
     }
 
     // MARK: - FCM
 
-    func testFCMSetsWithSameClientEmailButAnotherKeyRightOneFirstR_PRV_3() throws {
-        try checkFCMIsolation(rightFirst: true)
-    }
-
-    func testFCMSetsWithSameClientEmailButAnotherKeyWrongOneFirstR_PRV_3() throws {
-        try checkFCMIsolation(rightFirst: false)
-    }
-
-    private func checkFCMIsolation(rightFirst: Bool) throws {
+    func checkFCMIsolation(rightFirst: Bool) throws {
         let (right, wrong, rightTokens, wrongTokens) = try twoApps(.android) { app, isRight in
             try setFCM(app: app, keyFile: isRight ? "sa_key.pem" : "sa_other_key.pem")
         }
@@ -125,8 +84,7 @@ final class LiveTokenIsolationTests: LiveTestCase {
     /// three live `platform` devices (users `r0…r2` and `w0…w2`); returns their device tokens.
     private func twoApps(_ platform: Platform, set: (UUID, Bool) throws -> Void) throws
         -> (right: UUID, wrong: UUID, rightTokens: Set<String>, wrongTokens: Set<String>) {
-        let right = appID!, wrong = try AppStore(connection: conn).appCreate(name: "wrong-\(tag)").id
-        try WebhookFixture.subscribeToEverything(conn, appID: wrong)   // keeps its events to look at
+        let right = appID!, wrong = try world.createApp(requireEncryption: false, name: "wrong-\(tag)")   // keeps its events
         try set(right, true)
         try set(wrong, false)
         let rightTokens = try (0..<3).map { try device("ok", platform: platform, user: "r\($0)", n: $0, app: right).token }
@@ -165,4 +123,13 @@ final class LiveTokenIsolationTests: LiveTestCase {
         XCTAssertNil(wrongSet.firstAcceptedAt, "never verified")
         XCTAssertEqual(try events("push_app.credentials_invalid", app: wrong).count, 1)
     }
+}
+
+/// The isolation scenarios on the in-memory store (`MemoryWorld`: its credential sets, the worker's
+/// own token cache); on PostgreSQL in `PGTokenIsolationTests`.
+final class LiveTokenIsolationTests: TokenIsolationScenarios {
+    func testAPNsSetsWithSameTeamAndKeyIdsButAnotherKeyRightOneFirstR_PRV_3() throws { try checkAPNsIsolation(rightFirst: true) }
+    func testAPNsSetsWithSameTeamAndKeyIdsButAnotherKeyWrongOneFirstR_PRV_3() throws { try checkAPNsIsolation(rightFirst: false) }
+    func testFCMSetsWithSameClientEmailButAnotherKeyRightOneFirstR_PRV_3() throws { try checkFCMIsolation(rightFirst: true) }
+    func testFCMSetsWithSameClientEmailButAnotherKeyWrongOneFirstR_PRV_3() throws { try checkFCMIsolation(rightFirst: false) }
 }

@@ -16,6 +16,10 @@ final class MemoryWorld: TestWorld {
         queue.appCreate(name: name, requireEncryption: requireEncryption)
     }
 
+    func createApp(name: String, placeholderTitleLocKey: String?, placeholderBodyLocKey: String?) throws -> UUID {
+        queue.appCreate(name: name, placeholderTitleLocKey: placeholderTitleLocKey, placeholderBodyLocKey: placeholderBodyLocKey)
+    }
+
     func updateApp(_ app: UUID, requireEncryption: Bool) throws {
         guard queue.appUpdate(id: app, requireEncryption: requireEncryption) else { throw PushError(.notFound, "no app") }
     }
@@ -37,6 +41,20 @@ final class MemoryWorld: TestWorld {
     }
 
     func enqueue(_ q: EnqueueRequest) throws -> (id: UUID, created: Bool) { try queue.enqueue(q) }
+    func enqueue(_ q: EnqueueRequest, now: Date) throws -> (id: UUID, created: Bool) { try queue.enqueue(q, now: now) }
+    func cancel(_ n: UUID) throws -> Bool { queue.cancel(id: n) }
+
+    func expiresAt(notification n: UUID) throws -> Date {
+        guard let row = queue.notifications[n] else { throw PushError(.notFound, "no notification") }
+        return row.row.expiresAt
+    }
+
+    func rowCounts() throws -> (notifications: Int, jobs: Int, charges: Int, refunds: Int) {
+        queue.locked { q in
+            (q.notifications.count, q.jobs.count, q.ledger.keys.filter { $0.kind == "charge" }.count,
+             q.ledger.keys.filter { $0.kind == "refund" }.count)
+        }
+    }
 
     func deliveries(_ n: UUID) throws -> [UUID: DeliveryRowT] {
         queue.locked { q in
@@ -203,6 +221,17 @@ final class MemoryWorld: TestWorld {
 
     func setDeviceLastRegistered(_ id: UUID, _ at: Date) throws { queue.alterDevice(id) { $0.lastRegisteredAt = at } }
     func setDeviceToken(_ id: UUID, _ token: String) throws { queue.alterDevice(id) { $0.token = token } }
+    func setDeviceUser(_ id: UUID, _ user: String) throws { queue.alterDevice(id) { $0.userID = user } }
+
+    func deactivateDevice(_ id: UUID) throws {
+        let now = Date()
+        queue.alterDevice(id) { d in
+            d.active = false
+            d.deactivatedAt = now
+        }
+    }
+
+    func startedAt(notification: UUID) throws -> Date? { queue.locked { $0.notifications[notification]?.startedAt } }
 
     private func XCTUnwrapSummary(_ s: CredentialSummary?) throws -> CredentialSummary {
         guard let s else { throw PushError(.notFound, "the set was not stored") }

@@ -31,6 +31,13 @@ final class PGWorld: TestWorld {
         return id
     }
 
+    func createApp(name: String, placeholderTitleLocKey: String?, placeholderBodyLocKey: String?) throws -> UUID {
+        let id = try AppStore(connection: conn).appCreate(name: name, placeholderTitleLocKey: placeholderTitleLocKey,
+                                                          placeholderBodyLocKey: placeholderBodyLocKey).id
+        try WebhookFixture.subscribeToEverything(conn, appID: id)
+        return id
+    }
+
     func updateApp(_ app: UUID, requireEncryption: Bool) throws {
         guard try AppStore(connection: conn).appUpdate(id: app, requireEncryption: requireEncryption) != nil else {
             throw PushError(.notFound, "no app")
@@ -57,6 +64,23 @@ final class PGWorld: TestWorld {
     }
 
     func enqueue(_ q: EnqueueRequest) throws -> (id: UUID, created: Bool) { try NotificationStore(connection: conn).enqueue(q) }
+    func enqueue(_ q: EnqueueRequest, now: Date) throws -> (id: UUID, created: Bool) {
+        try NotificationStore(connection: conn).enqueue(q, now: now)
+    }
+    func cancel(_ n: UUID) throws -> Bool { try NotificationStore(connection: conn).cancel(id: n) }
+
+    func expiresAt(notification n: UUID) throws -> Date {
+        try conn.exec("SELECT expires_at FROM push_notifications WHERE id = $1", [.uuid(n)]).date(0, "expires_at")
+    }
+
+    func rowCounts() throws -> (notifications: Int, jobs: Int, charges: Int, refunds: Int) {
+        let r = try conn.exec("""
+            SELECT (SELECT count(*)::int FROM push_notifications) AS notifications, (SELECT count(*)::int FROM push_jobs) AS jobs,
+                   (SELECT count(*)::int FROM push_ledger WHERE kind = 'charge') AS charges,
+                   (SELECT count(*)::int FROM push_ledger WHERE kind = 'refund') AS refunds
+            """)
+        return (try r.int(0, "notifications"), try r.int(0, "jobs"), try r.int(0, "charges"), try r.int(0, "refunds"))
+    }
 
     func deliveries(_ n: UUID) throws -> [UUID: DeliveryRowT] {
         let r = try conn.exec("""
@@ -275,5 +299,17 @@ final class PGWorld: TestWorld {
 
     func setDeviceToken(_ id: UUID, _ token: String) throws {
         try conn.exec("UPDATE push_devices SET token = $2::text WHERE id = $1::uuid", [.uuid(id), .text(token)])
+    }
+
+    func setDeviceUser(_ id: UUID, _ user: String) throws {
+        try conn.exec("UPDATE push_devices SET user_id = $2::text WHERE id = $1::uuid", [.uuid(id), .text(user)])
+    }
+
+    func deactivateDevice(_ id: UUID) throws {
+        try conn.exec("UPDATE push_devices SET active = false, deactivated_at = now() WHERE id = $1::uuid", [.uuid(id)])
+    }
+
+    func startedAt(notification: UUID) throws -> Date? {
+        try conn.exec("SELECT started_at FROM push_notifications WHERE id = $1::uuid", [.uuid(notification)]).decode(0, "started_at")
     }
 }

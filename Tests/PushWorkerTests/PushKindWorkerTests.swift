@@ -5,29 +5,35 @@ import PushStore
 @testable import PushWorker
 import XCTest
 
-/// R-KIND-1..3 through the whole worker in test mode: what push_enqueue stored (sql/0011) is read
-/// back by the claim, planned, sealed and handed to the provider with its push type; the stored
-/// test payloads (R-MODE-2) are checked byte for byte or opened with the device's key.
-final class PushKindWorkerTests: PGWorkerTestCase {
-    private struct Devices {
+/// R-KIND-1..3 through the whole worker in test mode: the kind fields the API side stored
+/// (push_enqueue's columns of sql/0011, or the in-memory store's copy of them) are read back by the
+/// claim, planned, sealed and handed to the provider with their push type; the stored test payloads
+/// (R-MODE-2) are checked byte for byte or opened with the device's key. The scenarios are shared
+/// by both stores: `PushKindWorkerTests` runs them on the in-memory store, `PGQueueConformanceTests`
+/// on PostgreSQL. A kind row written past push_enqueue is `BadRowTests`' (PostgreSQL only).
+extension WorkerTestCase {
+    /// One user's devices on every platform: keyed and plain iOS and Android, and a web device.
+    struct KindDevices {
         var iosKey: UUID, iosPlain: UUID, androidKey: UUID, androidPlain: UUID, web: UUID
         var iosPrivate: P256PrivateKey, androidPrivate: P256PrivateKey
+        var all: [UUID] { [iosKey, iosPlain, androidKey, androidPlain, web] }
     }
 
-    private func devices(_ app: UUID, user: String) throws -> Devices {
+    /// Registers `user`'s five devices (`KindDevices`) in `app`.
+    func kindDevices(_ app: UUID, user: String) throws -> KindDevices {
         let ik = try P256PrivateKey.generate(), ak = try P256PrivateKey.generate()
-        return Devices(iosKey: try register(app, user: user, platform: "ios", key: ik),
-                       iosPlain: try register(app, user: user, platform: "ios"),
-                       androidKey: try register(app, user: user, platform: "android", key: ak),
-                       androidPlain: try register(app, user: user, platform: "android"),
-                       web: try registerWeb(app, user: user), iosPrivate: ik, androidPrivate: ak)
+        return KindDevices(iosKey: try register(app, user: user, platform: "ios", key: ik),
+                           iosPlain: try register(app, user: user, platform: "ios"),
+                           androidKey: try register(app, user: user, platform: "android", key: ak),
+                           androidPlain: try register(app, user: user, platform: "android"),
+                           web: try registerWeb(app, user: user), iosPrivate: ik, androidPrivate: ak)
     }
 
     /// R-KIND-1: a background push reaches every platform as data only, with its push type on every
     /// outbound push; keyed devices get the data sealed and nothing else.
-    func testBackgroundPushOnEveryPlatform() throws {
+    func conformBackgroundPushOnEveryPlatform() throws {
         let app = try createApp()
-        let d = try devices(app, user: "u1")
+        let d = try kindDevices(app, user: "u1")
         let n = try enqueue(app, users: ["u1"], title: nil, body: nil) {
             $0.pushType = "background"
             $0.data = #"{"sync":"inbox-7"}"#
@@ -63,10 +69,9 @@ final class PushKindWorkerTests: PGWorkerTestCase {
     /// R-KIND-2/3: an alert with presentation fields and loc texts, to an app whose placeholder is
     /// localized: the keyed iOS device gets the loc-key placeholder and the presentation fields in
     /// clear and nothing of the content; the sealed plaintext carries the loc texts after R-ENC-3's six.
-    func testLocalizedAlertWithPresentationFields() throws {
-        let app = try AppStore(connection: conn).appCreate(name: "loc", placeholderTitleLocKey: "PUSH_NEW_TITLE",
-                                                          placeholderBodyLocKey: "PUSH_NEW_BODY").id
-        let d = try devices(app, user: "u1")
+    func conformLocalizedAlertWithPresentationFields() throws {
+        let app = try world.createApp(name: "loc", placeholderTitleLocKey: "PUSH_NEW_TITLE", placeholderBodyLocKey: "PUSH_NEW_BODY")
+        let d = try kindDevices(app, user: "u1")
         let n = try enqueue(app, users: ["u1"], title: "Secret title", body: nil) {
             $0.interruptionLevel = "time-sensitive"
             $0.relevanceScore = 0.25
@@ -101,16 +106,16 @@ final class PushKindWorkerTests: PGWorkerTestCase {
     /// in plaintext) and seals for the others; without it, a background push whose data fits in clear
     /// but not sealed is sent to the plaintext devices and refused PUSH_PAYLOAD_TOO_LARGE for the keyed
     /// ones, each refused delivery charged once and refunded once.
-    func testBackgroundPushKeepsTheEncryptionPolicyAndTheRefunds() throws {
+    func conformBackgroundPushKeepsTheEncryptionPolicyAndTheRefunds() throws {
         let strict = try createApp(requireEncryption: true)
-        let s = try devices(strict, user: "u1")
+        let s = try kindDevices(strict, user: "u1")
         let n = try enqueue(strict, users: ["u1"], title: nil, body: nil) {
             $0.pushType = "background"
             $0.data = #"{"sync":"inbox-9"}"#
         }
         // Data that fits every plaintext measure (APNs body about 3,060 bytes) but no envelope (4/3 of it).
         let lax = try createApp()
-        let o = try devices(lax, user: "u2")
+        let o = try kindDevices(lax, user: "u2")
         let big = String(repeating: "v", count: 3_000)
         let m = try enqueue(lax, users: ["u2"], title: nil, body: nil) {
             $0.pushType = "background"
@@ -156,30 +161,13 @@ final class PushKindWorkerTests: PGWorkerTestCase {
         XCTAssertEqual(router.pushes.count, 6, "three sent per notification, nothing for the refused ones")
         XCTAssertTrue(router.pushes.allSatisfy { $0.pushType == .background })
     }
+}
 
-    /// A row written past push_enqueue that breaks a kind rule (a background push with a title, an
-    /// unknown push type) fails its deliveries INVALID_DATA, refunded, nothing handed to a provider.
-    func testKindRowsWrittenPastTheFunctionAreRefusedAtSendTime() throws {
-        let app = try createApp()
-        let d = try devices(app, user: "u1")
-        let titled = try enqueue(app, users: ["u1"])
-        let unknown = try enqueue(app, users: ["u1"], title: nil)
-        XCTAssertEqual(try conn.exec("UPDATE push_notifications SET push_type = 'background' WHERE id = $1", [.uuid(titled)])
-            .affectedRowCount, 1)
-        XCTAssertEqual(try conn.exec("UPDATE push_notifications SET push_type = 'voip' WHERE id = $1", [.uuid(unknown)])
-            .affectedRowCount, 1)
-        let router = RecordingRouter()
-        try drain(try makeWorker(router))
-        XCTAssertTrue(router.pushes.isEmpty)
-        for n in [titled, unknown] {
-            let rows = try deliveries(n)
-            for device in [d.iosKey, d.iosPlain, d.androidKey, d.androidPlain, d.web] {
-                XCTAssertEqual(rows[device]?.errorCode, "INVALID_DATA")
-            }
-            XCTAssertEqual(try notification(n).status, "failed")
-            try assertLedgerInvariants(n)
-        }
-    }
+/// The kind scenarios above on the in-memory store (`MemoryWorld`); on PostgreSQL in `PGQueueConformanceTests`.
+final class PushKindWorkerTests: WorkerTestCase {
+    func testBackgroundPushOnEveryPlatform() throws { try conformBackgroundPushOnEveryPlatform() }
+    func testLocalizedAlertWithPresentationFields() throws { try conformLocalizedAlertWithPresentationFields() }
+    func testBackgroundPushKeepsTheEncryptionPolicyAndTheRefunds() throws { try conformBackgroundPushKeepsTheEncryptionPolicyAndTheRefunds() }
 }
 
 private extension Array where Element == UInt8 {

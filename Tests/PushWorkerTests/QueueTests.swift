@@ -1,12 +1,13 @@
 import Foundation
 import PushCore
-import PushStore
+@testable import PushStore
 @testable import PushWorker
 import XCTest
 
 /// What only PostgreSQL can show about the queue: concurrent claims never take the same row
 /// (`FOR UPDATE SKIP LOCKED`), a large fan-out, a stored row the worker cannot read, operators'
-/// commands. Scheduling, claim order, budgets, leases and rescue are in the conformance suite.
+/// commands, the batch load's plan (R-SEND-1 at send time by primary key). Scheduling, claim
+/// order, budgets, leases and rescue are in the conformance suite.
 final class QueueTests: PGWorkerTestCase {
     /// Two workers (two threads, two connections) claiming 200 jobs 5 at a time never claim the
     /// same job (`FOR UPDATE SKIP LOCKED`), and together claim every job.
@@ -142,5 +143,34 @@ final class QueueTests: PGWorkerTestCase {
         XCTAssertTrue(try store.jobRetry(id: listed[0].id))
         let again = try XCTUnwrap(try store.jobClaimBatch(owner: "t", limit: 1, leaseSeconds: 30).first)
         XCTAssertEqual(again.attempt, 1, "put back with fresh attempts")
+    }
+
+    /// R-SEND-1 at send time (moved here from `SendTimeTargetingTests`, whose scenarios run on both
+    /// stores): the batch load probes push_deliveries and push_ledger by primary key per device: with the
+    /// tables' statistics up to date, a batch of 500 and 50,000 ledger rows, a plain join or EXISTS
+    /// is planned as a hash over every ledger row of the table, read again for each batch.
+    func testTheBatchLoadProbesDeliveriesAndLedgerByPrimaryKey() throws {
+        let app = try createApp()
+        let (n, devices) = try startedBroadcast(app, users: 40, batchSize: 10)
+        try conn.exec("""
+            INSERT INTO push_ledger (notification_id, device_id, kind, app_id, mode, reason)
+            SELECT $1::uuid, gen_random_uuid(), 'charge', $2::uuid, 'test', 'accepted' FROM generate_series(1, 50000)
+            """, [.uuid(n), .uuid(app)])
+        try conn.exec("""
+            INSERT INTO push_deliveries (notification_id, device_id, status, apns_id, updated_at, finished_at)
+            SELECT $1::uuid, gen_random_uuid(), 'sent', gen_random_uuid(), now(), now() FROM generate_series(1, 50000)
+            """, [.uuid(n)])
+        try conn.exec("ANALYZE push_deliveries")
+        try conn.exec("ANALYZE push_ledger")
+        let ids = Array(devices.values) + (0..<460).map { _ in UUID() }
+        let params: [PGValue?] = [.text("{" + ids.map { _ in "1" }.joined(separator: ",") + "}"),
+                                  .text("{" + ids.map { _ in n.uuidString }.joined(separator: ",") + "}"),
+                                  .text("{" + ids.map(\.uuidString).joined(separator: ",") + "}")]
+        let plan = try conn.exec("EXPLAIN (FORMAT TEXT) " + JobQueries.loadBatchDevices, params)
+        let text = (0..<plan.rows.count).map { (try? plan.string($0, 0)) ?? "" }.joined(separator: "\n")
+        XCTAssertFalse(text.contains("Seq Scan on push_deliveries"), text)
+        XCTAssertFalse(text.contains("Seq Scan on push_ledger"), text)
+        XCTAssertTrue(text.contains("push_deliveries_pkey"), text)
+        XCTAssertTrue(text.contains("push_ledger_pkey"), text)
     }
 }

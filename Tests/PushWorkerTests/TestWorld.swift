@@ -18,6 +18,8 @@ protocol TestWorld: AnyObject {
     // MARK: Setup (the API side)
 
     func createApp(requireEncryption: Bool, name: String) throws -> UUID
+    /// An app whose alert placeholder is localized (R-KIND-3: loc keys instead of the texts).
+    func createApp(name: String, placeholderTitleLocKey: String?, placeholderBodyLocKey: String?) throws -> UUID
     func updateApp(_ app: UUID, requireEncryption: Bool) throws
     func deleteApp(_ app: UUID) throws
     /// Sets the app's content mode (R-IDS-1).
@@ -26,6 +28,10 @@ protocol TestWorld: AnyObject {
     func contentMode(notification: UUID) throws -> ContentMode?
     func register(_ app: UUID, _ r: DeviceRegistration, appLimit: Int64?) throws -> UUID
     func enqueue(_ q: EnqueueRequest) throws -> (id: UUID, created: Bool)
+    /// `enqueue` accepted at `now` (the instant the stored expiry counts from, R-SEND-10).
+    func enqueue(_ q: EnqueueRequest, now: Date) throws -> (id: UUID, created: Bool)
+    /// Cancels a notification as push_cancel does (R-SEND-9 refunds); false when it is too late.
+    func cancel(_ n: UUID) throws -> Bool
 
     // MARK: Reading back
 
@@ -38,6 +44,10 @@ protocol TestWorld: AnyObject {
     func device(_ id: UUID) throws -> (active: Bool, reason: String?)
     /// Every job, oldest first.
     func jobs() throws -> [JobRowT]
+    /// The stored expiry of notification `n` (push_expires_at's instant).
+    func expiresAt(notification n: UUID) throws -> Date
+    /// Rows of every app: notifications, jobs, and the ledger's charges and refunds.
+    func rowCounts() throws -> (notifications: Int, jobs: Int, charges: Int, refunds: Int)
     /// Notifications not yet final.
     func openNotifications() throws -> Int
     /// The SMS outbox: (phone, text) per notification.
@@ -87,6 +97,12 @@ protocol TestWorld: AnyObject {
     func removeJobs(notification: UUID) throws
     func setDeviceLastRegistered(_ id: UUID, _ at: Date) throws
     func setDeviceToken(_ id: UUID, _ token: String) throws
+    /// Moves a device row to another user (as a re-registration would, past the registry).
+    func setDeviceUser(_ id: UUID, _ user: String) throws
+    /// Deactivates a device row by hand (no reason, no event).
+    func deactivateDevice(_ id: UUID) throws
+    /// When the notification's send time started it (nil before).
+    func startedAt(notification: UUID) throws -> Date?
     /// Moves every pending retry and every available job's run time to now.
     func dueNow() throws
 }

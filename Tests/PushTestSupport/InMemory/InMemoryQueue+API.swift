@@ -132,10 +132,11 @@ extension InMemoryQueue {
 
     /// Accepts one notification as push_enqueue does: refuses what can never fit, answers an
     /// earlier notification for a reused idempotency key, charges each device the policy would
-    /// deliver to now (R-SEND-9), queues the notification job at its send time.
+    /// deliver to now (R-SEND-9), queues the notification job at its send time. `now`: the
+    /// acceptance instant (default the store's clock), as push_enqueue's.
     /// - Throws: `PushError` `NOT_FOUND`, `VALIDATION_ERROR`, `PUSH_PAYLOAD_TOO_LARGE`.
     @discardableResult
-    public func enqueue(_ q: EnqueueRequest) throws -> (id: UUID, created: Bool) {
+    public func enqueue(_ q: EnqueueRequest, now acceptedAt: Date? = nil) throws -> (id: UUID, created: Bool) {
         try lock.withLock {
             guard let app = apps[q.appID], !app.deleted else { throw PushError(.notFound, "push app \(q.appID) does not exist") }
             guard let mode = Mode(rawValue: q.mode) else { throw PushError(.validationError, "mode must be test or live") }
@@ -158,7 +159,7 @@ extension InMemoryQueue {
                let earlier = notifications.values.first(where: { $0.row.appID == q.appID && $0.row.mode == mode && $0.idempotencyKey == key }) {
                 return (earlier.row.id, false)
             }
-            let now = clock()
+            let now = acceptedAt ?? clock()
             let id = UUID()
             let row = NotificationRow(id: id, appID: q.appID, mode: mode, status: .pending, title: q.title, body: q.body,
                                       data: q.data, badge: q.badge, sound: q.sound, threadID: q.threadID,

@@ -4,7 +4,6 @@ import PushTestSupport
 import PushCore
 import PushCrypto
 @testable import PushStore
-@testable import PushWorker
 
 /// `CredentialStore` against PostgreSQL (R-APP-3, R-APP-4): validation on entry, sealing at rest,
 /// replacement semantics, previous-key fallback and key rotation.
@@ -52,8 +51,8 @@ final class LiveCredentialStoreTests: XCTestCase {
         XCTAssertFalse(loaded[0].description.contains("PRIVATE"))
         let fcm = try store(keyA).set(appID: appID, kind: .fcm, config: [:],
                                       secret: try FakeMaterial.serviceAccountJSON(tokenURI: "https://oauth2.googleapis.com/token"))
-        XCTAssertEqual(fcm.identifiers["project_id"], LiveFakes.fcmProject)
-        XCTAssertEqual(fcm.identifiers["client_email"], LiveFakes.fcmClient)
+        XCTAssertEqual(fcm.identifiers["project_id"], FakeMaterial.fcmProject)
+        XCTAssertEqual(fcm.identifiers["client_email"], FakeMaterial.fcmClient)
         XCTAssertEqual(try store(keyA).states(appID: appID).map(\.kind), [.apns, .fcm])
     }
 

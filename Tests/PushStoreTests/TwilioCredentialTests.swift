@@ -5,7 +5,6 @@ import PushCore
 import PushCrypto
 import PushProviders
 @testable import PushStore
-@testable import PushWorker
 
 /// The app's Twilio set (R-APP-3, R-SMS-1): validated on entry, sealed at rest like the push sets,
 /// in `push_sms_credentials` (which workers of the previous release never read), re-sealed by a
