@@ -17,7 +17,7 @@ struct CredentialBody {
 
     /// The kinds a path may name: the standard providers' and the SMS provider's; each kind's
     /// plain identifiers and overrides are its rules' (`CredentialRules`, its secrets are read apart).
-    static let kinds: Set<CredentialKind> = Set(ProviderTable.standard.credentialKinds).union(CredentialKind.sms)
+    static let kinds: [CredentialKind] = ProviderTable.standard.credentialKinds + CredentialKind.sms.sorted { $0.rawValue < $1.rawValue }
 
     /// Decodes a body for `kind` (a kind the path names; nil: 404 before any body is read).
     static func decode(_ body: [UInt8], kind: CredentialKind) throws -> CredentialBody {
@@ -46,7 +46,8 @@ struct CredentialBody {
     /// The kind a path's `{kind}` segment names. - Throws: 404 for any other segment.
     static func kind(_ segment: String?) throws -> CredentialKind {
         guard let segment, let kind = kinds.first(where: { $0.rawValue == segment }) else {
-            throw APIError.notFound("no such credential kind: use apns, fcm, webpush or twilio")
+            let names = kinds.map(\.rawValue)
+            throw APIError.notFound("no such credential kind: use \(names.dropLast().joined(separator: ", ")) or \(names.last ?? "")")
         }
         return kind
     }
