@@ -1,6 +1,7 @@
 import Foundation
 import PushAcceptance
 import PushCore
+import PushProviders
 import PushStore
 
 /// The body of `PUT /v1/push/apps/{id}/credentials/{kind}` (issue 15 part 2, issue 20 part 1):
@@ -14,17 +15,16 @@ import PushStore
 struct CredentialBody {
     var request: CredentialRequest
 
-    /// The members each kind takes as plain identifiers or overrides (its secrets are read apart).
-    static let identifiers: [CredentialKind: [String]] = [
-        .apns: ["team_id", "key_id", "topic"], .fcm: [], .webpush: ["subject"],
-        .twilio: ["account_sid", "api_key_sid", "from", "messaging_service_sid"],
-    ]
+    /// The kinds a path may name: the standard providers' and the SMS provider's; each kind's
+    /// plain identifiers and overrides are its rules' (`CredentialRules`, its secrets are read apart).
+    static let kinds: [CredentialKind] = ProviderTable.standard.credentialKinds + CredentialKind.sms.sorted { $0.rawValue < $1.rawValue }
 
     /// Decodes a body for `kind` (a kind the path names; nil: 404 before any body is read).
     static func decode(_ body: [UInt8], kind: CredentialKind) throws -> CredentialBody {
         var f = try JSONFields.parseBody(body)
         var request = CredentialRequest(kind: kind)
-        let names = (identifiers[kind] ?? []) + (CredentialValidation.overrideKeys[kind] ?? []).sorted()
+        let rules = try? ProviderTable.standard.credentialRules(for: kind)
+        let names = (rules?.identifierKeys ?? []) + (rules?.overrideKeys ?? []).sorted()
         for name in names {
             if let value = try f.string(name) { request.config[name] = value }
         }
@@ -45,8 +45,9 @@ struct CredentialBody {
 
     /// The kind a path's `{kind}` segment names. - Throws: 404 for any other segment.
     static func kind(_ segment: String?) throws -> CredentialKind {
-        guard let segment, let kind = identifiers.keys.first(where: { $0.rawValue == segment }) else {
-            throw APIError.notFound("no such credential kind: use apns, fcm, webpush or twilio")
+        guard let segment, let kind = kinds.first(where: { $0.rawValue == segment }) else {
+            let names = kinds.map(\.rawValue)
+            throw APIError.notFound("no such credential kind: use \(names.dropLast().joined(separator: ", ")) or \(names.last ?? "")")
         }
         return kind
     }

@@ -11,7 +11,7 @@ import PushStore
 /// each secret has its own member, so that the service (not each caller) decides which one a set
 /// needs. Nothing here is checked: `AcceptanceService.setCredentials` is the one path.
 public struct CredentialRequest: Sendable {
-    /// `apns`, `fcm`, `webpush` or `twilio`.
+    /// `apns`, `fcm`, `webpush`, `twilio`, or another provider's of the service's table.
     public var kind: CredentialKind
     /// Identifiers and overrides (absent members are simply not given).
     public var config: [String: String]
@@ -23,6 +23,8 @@ public struct CredentialRequest: Sendable {
     public var authToken: [UInt8]?
     /// Twilio: the API key's secret (with `api_key_sid`).
     public var apiKeySecret: [UInt8]?
+    /// The secret of a set of another provider's kind (one the table adds; its rules read it).
+    public var secret: [UInt8]?
     /// Who asks, for the audit log's `credentials.set` (issue 15 part 5): the API key's prefix,
     /// `oauth:` + a token's subject, `cli:` + a login.
     public var actor: String = AuditStore.unnamedActor
@@ -57,7 +59,8 @@ extension AcceptanceService {
     /// Stores (or replaces) the app's set of `request.kind`, the CLI's `apps credentials set` and
     /// `apps vapid create` and the API's `PUT .../credentials/{kind}` alike: picks the secret the
     /// kind needs (a Web Push set gets a new P-256 VAPID key pair, RFC 8292), then
-    /// `CredentialStore.set`, which validates the set (`CredentialValidation`, the one check),
+    /// `CredentialStore.set` with the kind's rules from `providers` (`ProviderTable.credentialRules`,
+    /// the one check; another provider's set takes `request.secret`),
     /// seals the secret under `keys` and resets the set's state (R-APP-3).
     /// - Throws: `AcceptanceError` (`VALIDATION_ERROR` naming the field, `NOT_FOUND` for no such
     ///   app), `PGError` on database failure.
@@ -87,11 +90,15 @@ extension AcceptanceService {
                 secret = try Self.required(request.apiKeySecret, "api_key_secret")
             }
         default:
-            throw AcceptanceError.invalid("kind", "must be one of \(credentialKinds.map(\.rawValue).joined(separator: ", "))")
+            guard providers.provider(for: request.kind) != nil else {
+                throw AcceptanceError.invalid("kind", "must be one of \(credentialKinds.map(\.rawValue).joined(separator: ", "))")
+            }
+            secret = try Self.required(request.secret, "secret")
         }
         do {
+            let rules = try providers.credentialRules(for: request.kind)
             let summary = try CredentialStore(connection: try connection(), keys: keys)
-                .set(appID: appID, kind: request.kind, config: config, secret: secret, actor: request.actor)
+                .set(appID: appID, rules: rules, config: config, secret: secret, actor: request.actor)
             return CredentialResult(summary: summary, applicationServerKey: publicKey.map { summary.identifiers["public_key"] ?? $0 })
         } catch let e as PushError {
             throw AcceptanceError(e)

@@ -18,22 +18,24 @@ public final class CredentialStore {
 
     // MARK: - Writing
 
-    /// Stores (or replaces) a set after validating it (`CredentialValidation`). A replacement resets
+    /// Stores (or replaces) a set of `rules.kind` after checking it with `rules` (its provider's
+    /// `CredentialRules`, which the caller holding the provider table picks). A replacement resets
     /// the state to `unverified`; the first acceptance time is kept for good (R-APP-3).
     /// - Parameters:
-    ///   - config: apns: `team_id`, `key_id`, `topic` plus overrides; fcm: overrides only (the
-    ///     identifiers are read from the service account).
+    ///   - config: the identifiers and overrides the rules take (apns: `team_id`, `key_id`,
+    ///     `topic` plus overrides; fcm: overrides only, the identifiers are read from the service
+    ///     account; webpush `subject`; twilio `account_sid`, `api_key_sid` and `from` or
+    ///     `messaging_service_sid`, an app having one SMS provider set, which this replaces).
     ///   - secret: the `.p8` PEM text (apns), the service-account JSON (fcm), the VAPID private key
-    ///     PEM (webpush, with `subject` in `config`), or the auth token or API key secret (twilio, with
-    ///     `account_sid`, `api_key_sid` and `from` or `messaging_service_sid` in `config`; an app has
-    ///     one SMS provider set, which this replaces).
+    ///     PEM (webpush), or the auth token or API key secret (twilio).
     /// - Throws: `VALIDATION_ERROR` (bad set, or no key configured),
     ///   `NOT_FOUND` (no such live app), `PGError`.
     ///   `actor` is recorded in the audit log (`credentials.set`, the kind only) in the transaction.
     @discardableResult
-    public func set(appID: UUID, kind: CredentialKind, config: [String: String], secret: [UInt8],
+    public func set(appID: UUID, rules: any CredentialRules, config: [String: String], secret: [UInt8],
                     actor: String = AuditStore.unnamedActor) throws -> CredentialSummary {
-        let stored = try CredentialValidation.validate(kind: kind, config: config, secret: secret)
+        let kind = rules.kind
+        let stored = try rules.validate(config: config, secret: secret)
         let sealed = try SecretBox.seal(plaintext: secret, key: try requireKeys().current, aad: Self.aad(appID, kind))
         return try connection.transaction { conn in
             let r = try conn.exec(kind.isSMS ? CredentialQueries.smsUpsert : CredentialQueries.upsert, [

@@ -99,7 +99,7 @@ extension Commands {
             default:
                 request.serviceAccount = try secretFile(try args.required("service-account-file"))
             }
-            for key in CredentialValidation.overrideKeys[kind] ?? [] {
+            for key in (try? service().providers.credentialRules(for: kind))?.overrideKeys ?? [] {
                 if let v = args.value(key.replacingOccurrences(of: "_", with: "-")) { request.config[key] = v }
             }
             request.actor = AuditStore.cliActor()

@@ -127,6 +127,9 @@ final class CredentialRoutesTests: APITestCase {
         // Another account's live key: our app is not found (R-API-1); an unknown kind is no path.
         try refused("PUT", path("twilio"), key: otherLive, json: good, status: 404, code: "NOT_FOUND", "other account")
         try refused("PUT", path("sms"), key: liveKey, json: good, status: 404, code: "NOT_FOUND", "unknown kind")
+        let unknown = try call("PUT", path("sms"), key: liveKey, json: good).json["error"] as? [String: Any]
+        XCTAssertEqual(unknown?["message"] as? String, "no such credential kind: use apns, fcm, webpush or twilio",
+                       "the standard table's kinds, then the SMS provider's")
         try refused("DELETE", path("apns"), key: liveKey, status: 404, code: "NOT_FOUND", "no apns set")
         XCTAssertEqual(try storedSets(), 0)
         XCTAssertEqual(try fingerprint(), before, "nothing written")

@@ -29,7 +29,7 @@ final class ExtraProviderPGTests: WorkerTestCase {
     func pigeon() -> ProviderDescriptor {
         let clients = self.clients
         return ProviderDescriptor(platform: "pigeon", addressing: .token(apnsEnvironment: false),
-                                  credentialKind: CredentialKind(rawValue: "pigeon"), label: ProviderKind(rawValue: "pigeon"),
+                                  credentials: ExtraProviderTests.PigeonCredentialRules(), label: ProviderKind(rawValue: "pigeon"),
                                   payload: ExtraProviderTests.PigeonWriter(), answers: ExtraProviderTests.PigeonRules()) { set, _ in
             let client = ExtraProviderTests.PigeonClient(loft: set.identifiers["loft"] ?? "")
             clients.update { $0.append(client) }
@@ -48,13 +48,14 @@ final class ExtraProviderPGTests: WorkerTestCase {
                                                        encryptionKey: key.map { .set($0.publicKey.base64URL) } ?? .keep)).device.id
     }
 
-    /// The pigeon credential set, sealed as `CredentialStore` seals sets: `CredentialValidation`
-    /// knows no pigeon kind (a provider's set validation is not part of its descriptor; docs/bench.md).
-    private func storePigeonCredentials(_ app: UUID) throws {
-        let kind = CredentialKind(rawValue: "pigeon")
-        let sealed = try SecretBox.seal(plaintext: Array("s".utf8), key: keys.current, aad: CredentialStore.aad(app, kind))
-        XCTAssertEqual(try conn.exec(CredentialQueries.upsert, [.uuid(app), .text(kind.rawValue),
-                                                                .text(#"{"loft":"north"}"#), .bytea(sealed)]).rowCount, 1)
+    /// The pigeon credential set, stored as `apps credentials set` and `PUT .../credentials/pigeon`
+    /// store sets (`AcceptanceService.setCredentials`), checked by the descriptor's own rules.
+    @discardableResult
+    private func setPigeonCredentials(_ s: AcceptanceService, _ app: UUID, loft: String) throws -> CredentialResult {
+        var request = CredentialRequest(kind: CredentialKind(rawValue: "pigeon"), config: ["loft": loft])
+        request.secret = Array("s".utf8)
+        request.actor = "cli:tester"
+        return try s.setCredentials(appID: app, request, keys: keys)
     }
 
     private func worker(_ table: ProviderTable, metrics: WorkerMetrics) throws -> Worker {
@@ -85,7 +86,20 @@ final class ExtraProviderPGTests: WorkerTestCase {
         try s.servePlatforms()
         XCTAssertEqual(try pigeonRow(), PlatformTraits(platform: "pigeon", addressing: .token(apnsEnvironment: false),
                                                        encryptsItself: false))
-        try storePigeonCredentials(app)
+        // Its set goes through the product's path, checked by its descriptor's rules (R-APP-3).
+        XCTAssertThrowsError(try setPigeonCredentials(s, app, loft: "North")) { error in
+            XCTAssertEqual((error as? AcceptanceError)?.code, .validationError)
+            XCTAssertEqual((error as? AcceptanceError)?.field, "loft")
+        }
+        XCTAssertThrowsError(try s.setCredentials(appID: app, CredentialRequest(kind: CredentialKind(rawValue: "pigeon"),
+                                                                               config: ["loft": "north"]), keys: keys)) { error in
+            XCTAssertEqual((error as? AcceptanceError)?.code, .validationError)
+            XCTAssertEqual((error as? AcceptanceError)?.field, "secret", "its secret is required")
+        }
+        let stored = try setPigeonCredentials(s, app, loft: "north").summary
+        XCTAssertEqual(stored.kind.rawValue, "pigeon")
+        XCTAssertEqual(stored.identifiers, ["loft": "north"])
+        XCTAssertEqual(try CredentialStore(connection: conn, keys: nil).states(appID: app).map(\.kind.rawValue), ["pigeon"])
         let key = try P256PrivateKey.generate()
         let sealed = try registerPigeon(s, app, token: "bird-1", key: key)
         let plain = try registerPigeon(s, app, token: "bird-2")
@@ -189,6 +203,51 @@ final class ExtraProviderPGTests: WorkerTestCase {
         XCTAssertEqual(try deliveries(n)[device]?.errorCode, "UNKNOWN_PLATFORM")
         XCTAssertTrue(clients.value.isEmpty, "no client was built")
         try assertLedgerInvariants(n)
+    }
+
+    /// A set of a kind no descriptor serves is refused VALIDATION_ERROR naming the kind, by the
+    /// acceptance service and by the store's table lookup, and nothing is stored (R-APP-3).
+    func testASetOfAKindNoDescriptorServesIsRefused() throws {
+        let app = try createApp()
+        let s = service(.standard)
+        XCTAssertThrowsError(try setPigeonCredentials(s, app, loft: "north")) { error in
+            let e = error as? AcceptanceError
+            XCTAssertEqual(e?.code, .validationError)
+            XCTAssertEqual(e?.field, "kind")
+            XCTAssertEqual(e?.message, "kind: must be one of apns, fcm, webpush, twilio")
+        }
+        XCTAssertThrowsError(try ProviderTable.standard.credentialRules(for: CredentialKind(rawValue: "pigeon"))) { error in
+            XCTAssertEqual((error as? PushError)?.code, .validationError)
+            XCTAssertEqual((error as? PushError)?.field, "kind")
+            XCTAssertEqual((error as? PushError)?.message, "kind: pigeon has no credential validation")
+        }
+        XCTAssertEqual(try CredentialStore(connection: conn, keys: nil).states(appID: app).count, 0)
+        XCTAssertEqual(try setPigeonCredentials(service(ProviderTable.standard.adding(pigeon())), app, loft: "north").summary.kind.rawValue,
+                       "pigeon", "the same request is stored once the table has its descriptor")
+    }
+
+    /// `apps credentials set` takes a kind's endpoint overrides as flags named from its rules'
+    /// `overrideKeys` (the built binary): a bad one is refused by the kind's checks, a good one stored.
+    func testTheCLIReadsAKindsOverrideFlagsFromItsRules() throws {
+        let app = try createApp()
+        let file = NSTemporaryDirectory() + "pigeon-cli-token-\(UInt32.random(in: 0...UInt32.max))"
+        try TwilioCredentialTests.token.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let env = ["DATABASE_URL": (world as! PGWorld).database.conninfo,
+                   CredentialKeys.currentVariable: Base64URL.encode(keys.current), "USER": "tester"]
+        func set(_ url: String) throws -> (status: Int32, output: String) {
+            try LiveWebPushCLI.run(LiveWebPushCLI.executable, [
+                "apps", "credentials", "set", app.uuidString.lowercased(), "--kind", "twilio", "--account-sid",
+                TwilioCredentialTests.account, "--auth-token-file", file, "--from", "+15005550006",
+                "--twilio-base-url", url, "--json"], environment: env)
+        }
+        let bad = try set("http://twilio.example")
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.output.contains("config: twilio_base_url must be an https:// URL"), bad.output)
+        let good = try set("https://twilio.example")
+        XCTAssertEqual(good.status, 0, good.output)
+        XCTAssertEqual(try CredentialStore(connection: conn, keys: nil).states(appID: app).first?.identifiers["twilio_base_url"],
+                       "https://twilio.example")
     }
 
     /// A service that opens its own connection (the CLI's) tells the database its table before its

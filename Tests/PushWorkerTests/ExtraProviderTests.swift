@@ -46,6 +46,20 @@ final class ExtraProviderTests: WorkerTestCase {
         }
     }
 
+    /// Its sets: a `loft` of lowercase letters in `config`, a secret of 1 to 64 bytes; nothing else.
+    struct PigeonCredentialRules: CredentialRules {
+        var kind: CredentialKind { CredentialKind(rawValue: "pigeon") }
+        var identifierKeys: [String] { ["loft"] }
+        func validate(config: [String: String], secret: [UInt8]) throws -> [String: String] {
+            guard let loft = config["loft"], !loft.isEmpty, loft.allSatisfy({ $0.isASCII && $0.isLowercase }) else {
+                throw PushError(.validationError, "loft: must be lowercase letters", field: "loft")
+            }
+            guard config.count == 1 else { throw PushError(.validationError, "config: only loft", field: "config") }
+            guard (1...64).contains(secret.count) else { throw PushError(.validationError, "secret: 1 to 64 bytes", field: "secret") }
+            return ["loft": loft]
+        }
+    }
+
     /// Answers by token: `gone-*` 404 Flown, anything else 200; records every request.
     final class PigeonClient: PushProvider, @unchecked Sendable {
         let lock = NSLock()
@@ -69,7 +83,7 @@ final class ExtraProviderTests: WorkerTestCase {
     func pigeon() -> ProviderDescriptor {
         let clients = self.clients
         return ProviderDescriptor(platform: "pigeon", addressing: .token(apnsEnvironment: false),
-                                  credentialKind: CredentialKind(rawValue: "pigeon"), label: ProviderKind(rawValue: "pigeon"),
+                                  credentials: PigeonCredentialRules(), label: ProviderKind(rawValue: "pigeon"),
                                   payload: PigeonWriter(), answers: PigeonRules()) { set, _ in
             let client = PigeonClient(loft: set.identifiers["loft"] ?? "")
             clients.update { $0.append(client) }

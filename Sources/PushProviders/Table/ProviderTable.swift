@@ -2,8 +2,8 @@ import PushCore
 
 /// The providers this release serves, one descriptor each. Adding a provider is one file with its
 /// descriptor (`extension ProviderDescriptor { static let name = ... }`) and one entry here; every
-/// part of the product that depends on the provider (the planner's payload writer, the answer
-/// table, the live router's clients, the metrics' labels, registration, and on PostgreSQL the
+/// part of the product that depends on the provider (the checks of its credential sets, the
+/// planner's payload writer, the answer table, the live router's clients, the metrics' labels, registration, and on PostgreSQL the
 /// platforms the SQL functions accept, which the processes write into `push_platforms` from this
 /// table at start-up) reads it from this table.
 extension ProviderTable {
@@ -19,6 +19,8 @@ public struct ProviderDescriptor: Sendable {
     public var addressing: DeviceAddressing
     /// The credential set it needs in live mode (`push_credentials.kind`, R-APP-3).
     public var credentialKind: CredentialKind
+    /// How its credential sets are checked before they are stored (R-APP-3).
+    public var credentials: any CredentialRules
     /// Who answered, as metrics and delivery rows name it (`pushfleet_deliveries_total{provider}`).
     public var label: ProviderKind
     /// Writes and measures its payloads (R-SEND-7).
@@ -29,12 +31,13 @@ public struct ProviderDescriptor: Sendable {
     public var makeClient: @Sendable (ProviderCredentials, ProviderClientSettings) throws -> PushProvider
 
     /// Makes a descriptor.
-    public init(platform: Platform, addressing: DeviceAddressing, credentialKind: CredentialKind, label: ProviderKind,
+    public init(platform: Platform, addressing: DeviceAddressing, credentials: any CredentialRules, label: ProviderKind,
                 payload: any PayloadWriter, answers: any AnswerRules,
                 makeClient: @escaping @Sendable (ProviderCredentials, ProviderClientSettings) throws -> PushProvider) {
         self.platform = platform
         self.addressing = addressing
-        self.credentialKind = credentialKind
+        self.credentialKind = credentials.kind
+        self.credentials = credentials
         self.label = label
         self.payload = payload
         self.answers = answers
@@ -98,6 +101,15 @@ public struct ProviderTable: Sendable {
     public func provider(for kind: CredentialKind) -> ProviderDescriptor? { descriptors.last { $0.credentialKind == kind } }
     /// The provider answering as `label`.
     public func provider(labelled label: ProviderKind) -> ProviderDescriptor? { descriptors.last { $0.label == label } }
+
+    /// The rules of a set of `kind`: its provider's, or the SMS provider's.
+    /// - Throws: `VALIDATION_ERROR` (field `kind`) for a kind no descriptor nor SMS provider has.
+    public func credentialRules(for kind: CredentialKind) throws -> any CredentialRules {
+        if let rules = provider(for: kind)?.credentials ?? CredentialKind.smsRules.first(where: { $0.kind == kind }) {
+            return rules
+        }
+        throw PushError(.validationError, "kind: \(kind.rawValue.prefix(40)) has no credential validation", field: "kind")
+    }
 
     /// Every platform served.
     public var platforms: Set<Platform> { Set(descriptors.map(\.platform)) }

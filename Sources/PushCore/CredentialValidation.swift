@@ -1,42 +1,10 @@
 import Foundation
-import PushCore
 import PushCrypto
 
-/// Checks a credential set before it is stored (R-APP-3), so that a set the worker cannot use is
-/// refused at entry. Every refusal is `VALIDATION_ERROR` with a message that never quotes the secret.
+/// The checks of each credential set kind (R-APP-3), so that a set the worker cannot use is
+/// refused at entry; each kind's `CredentialRules` calls its function here. Every refusal is
+/// `VALIDATION_ERROR` with a message that never quotes the secret.
 public enum CredentialValidation {
-    /// Optional endpoint overrides a set's config may carry (tests and demos point them at fakes).
-    public static let overrideKeys: [CredentialKind: Set<String>] = [
-        .apns: ["apns_base_url_production", "apns_base_url_sandbox"],
-        .fcm: ["fcm_base_url", "fcm_token_uri"],
-        .webpush: [],
-        .twilio: ["twilio_base_url"],
-    ]
-
-    /// Validates a set of `kind` from what `apps credentials set` was given: apns `team_id`,
-    /// `key_id`, `topic` plus overrides in `config` and the `.p8` as `secret`; fcm overrides in
-    /// `config` (the identifiers are read from the service account in `secret`); webpush `subject`
-    /// and the VAPID private key PEM; twilio `account_sid`, `api_key_sid`, `from` or
-    /// `messaging_service_sid` and the auth token or API key secret. - Returns: the config to store. - Throws: `VALIDATION_ERROR`.
-    public static func validate(kind: CredentialKind, config: [String: String], secret: [UInt8]) throws -> [String: String] {
-        var rest = config
-        switch kind {
-        case .apns:
-            let team = rest.removeValue(forKey: "team_id") ?? "", key = rest.removeValue(forKey: "key_id") ?? ""
-            let topic = rest.removeValue(forKey: "topic") ?? ""
-            return try apns(teamID: team, keyID: key, topic: topic, p8PEM: secret, overrides: rest)
-        case .fcm:
-            for k in ["project_id", "client_email", "private_key_id"] { rest.removeValue(forKey: k) }
-            return try fcm(serviceAccountJSON: secret, overrides: rest)
-        case .webpush:
-            return try webpush(subject: rest["subject"] ?? "", privateKeyPEM: secret)
-        case .twilio:
-            return try twilio(config: rest, secret: secret)
-        default:
-            throw PushError(.validationError, "kind: \(kind.rawValue.prefix(40)) has no credential validation", field: "kind")
-        }
-    }
-
     /// Validates a Web Push VAPID set (RFC 8292): the private key is a P-256 PKCS#8 PEM, and the
     /// contact `subject` is a `mailto:` or `https:` URI (Apple's service requires one).
     /// - Returns: the config to store (`subject`, `public_key` = the browsers' `applicationServerKey`).
@@ -60,10 +28,11 @@ public enum CredentialValidation {
     /// Validates an APNs set: team id and key id are 10 letters or digits, the topic is a non-empty
     /// bundle id without spaces, the `.p8` is a PKCS#8 PEM of a P-256 key (Apple's "Establishing a
     /// token-based connection to APNs").
+    /// `overrides` must be among `allowedOverrides` (https URLs).
     /// - Returns: the config to store (`team_id`, `key_id`, `topic` and the overrides).
     /// - Throws: `VALIDATION_ERROR`.
     public static func apns(teamID: String, keyID: String, topic: String, p8PEM: [UInt8],
-                            overrides: [String: String] = [:]) throws -> [String: String] {
+                            overrides: [String: String], allowedOverrides: Set<String>) throws -> [String: String] {
         try identifier(teamID, name: "team id", field: "team_id")
         try identifier(keyID, name: "key id", field: "key_id")
         guard !topic.isEmpty, topic.count <= 255, !topic.contains(where: { $0.isWhitespace || $0 == "/" }) else {
@@ -77,7 +46,7 @@ public enum CredentialValidation {
         } catch let e as JWTError {
             throw PushError(.validationError, "p8 key: not a P-256 PKCS#8 PEM private key (\(e.code))", field: "p8")
         }
-        var config = try checkedOverrides(overrides, kind: .apns)
+        var config = try checkedOverrides(overrides, allowed: allowedOverrides, kind: .apns)
         config["team_id"] = teamID
         config["key_id"] = keyID
         config["topic"] = topic
@@ -89,7 +58,8 @@ public enum CredentialValidation {
     /// `project_id`, `client_email` and an RSA (≥ 2048-bit) `private_key`.
     /// - Returns: the config to store (`project_id`, `client_email`, `private_key_id` if any, overrides).
     /// - Throws: `VALIDATION_ERROR`.
-    public static func fcm(serviceAccountJSON: [UInt8], overrides: [String: String] = [:]) throws -> [String: String] {
+    public static func fcm(serviceAccountJSON: [UInt8], overrides: [String: String],
+                           allowedOverrides: Set<String>) throws -> [String: String] {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(serviceAccountJSON))) as? [String: Any] else {
             throw PushError(.validationError, "service account: not a JSON object", field: "service_account")
         }
@@ -108,7 +78,7 @@ public enum CredentialValidation {
         } catch let e as JWTError {
             throw PushError(.validationError, "service account: private_key is not a usable RSA key (\(e.code))", field: "service_account.private_key")
         }
-        var config = try checkedOverrides(overrides, kind: .fcm)
+        var config = try checkedOverrides(overrides, allowed: allowedOverrides, kind: .fcm)
         config["project_id"] = project
         config["client_email"] = email
         if let kid = object["private_key_id"] as? String, !kid.isEmpty { config["private_key_id"] = kid }
@@ -144,7 +114,7 @@ public enum CredentialValidation {
             throw PushError(.validationError, "\(apiKey == nil ? "auth token" : "api key secret"): must be 16 to 128 printable ASCII characters without spaces",
                             field: apiKey == nil ? "auth_token" : "api_key_secret")
         }
-        var stored = try checkedOverrides(rest, kind: .twilio)
+        var stored = try checkedOverrides(rest, allowed: TwilioCredentialRules.overrideKeys, kind: .twilio)
         stored["account_sid"] = account
         stored["api_key_sid"] = apiKey
         stored["from"] = from
@@ -175,8 +145,10 @@ public enum CredentialValidation {
         }
     }
 
-    static func checkedOverrides(_ overrides: [String: String], kind: CredentialKind) throws -> [String: String] {
-        let allowed = overrideKeys[kind] ?? []
+    /// Refuses a config key that is not one of `allowed` (a set's endpoint overrides) and an
+    /// override that is not an https URL. - Returns: `overrides`. - Throws: `VALIDATION_ERROR`.
+    public static func checkedOverrides(_ overrides: [String: String], allowed: Set<String>,
+                                        kind: CredentialKind) throws -> [String: String] {
         for (key, value) in overrides {
             guard allowed.contains(key) else {
                 throw PushError(.validationError, "config: \(key.prefix(40)) is not a known \(kind.rawValue) override",
