@@ -230,15 +230,17 @@ final class ExtraProviderPGTests: WorkerTestCase {
     /// `overrideKeys` (the built binary): a bad one is refused by the kind's checks, a good one stored.
     func testTheCLIReadsAKindsOverrideFlagsFromItsRules() throws {
         let app = try createApp()
+        // A Twilio set's account SID and auth token shapes (as TwilioCredentialTests in PushStoreTests).
+        let account = "AC" + String(repeating: "0f", count: 16), token = "0123456789abcdef0123456789abcdef"
         let file = NSTemporaryDirectory() + "pigeon-cli-token-\(UInt32.random(in: 0...UInt32.max))"
-        try TwilioCredentialTests.token.write(toFile: file, atomically: true, encoding: .utf8)
+        try token.write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let env = ["DATABASE_URL": (world as! PGWorld).database.conninfo,
                    CredentialKeys.currentVariable: Base64URL.encode(keys.current), "USER": "tester"]
         func set(_ url: String) throws -> (status: Int32, output: String) {
             try LiveWebPushCLI.run(LiveWebPushCLI.executable, [
                 "apps", "credentials", "set", app.uuidString.lowercased(), "--kind", "twilio", "--account-sid",
-                TwilioCredentialTests.account, "--auth-token-file", file, "--from", "+15005550006",
+                account, "--auth-token-file", file, "--from", "+15005550006",
                 "--twilio-base-url", url, "--json"], environment: env)
         }
         let bad = try set("http://twilio.example")
