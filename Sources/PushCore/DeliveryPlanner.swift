@@ -25,9 +25,9 @@ public struct DeliveryPlanner: Sendable {
     public static let kidLength = 16
 
     /// The notification content.
-    public let content: NotificationContent
+    public var content: NotificationContent { notification.content }
     /// The app's placeholders.
-    public let placeholders: AppPlaceholders
+    public var placeholders: AppPlaceholders { notification.placeholders }
     /// The notification's `encrypted` flag (require_encryption at send time, R-SEND-2).
     public let requireEncryption: Bool
     /// Test or live.
@@ -52,31 +52,23 @@ public struct DeliveryPlanner: Sendable {
     public init(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
                 mode: Mode, contentMode: ContentMode = .sealed, notificationID: UUID? = nil,
                 invalidCredentials: Set<Platform> = [], platforms: [Platform: PlatformRules],
-                preparing: (some Sequence<Platform>)? = [Platform]?.none) {
-        self.content = content
-        self.placeholders = placeholders
+                preparing: [Platform]? = nil) {
         self.requireEncryption = requireEncryption
         self.mode = mode
         self.contentMode = contentMode
         self.invalidCredentials = invalidCredentials
-        let notification = PreparedNotification(content: content, placeholders: placeholders, notificationID: notificationID)
-        self.notification = notification
-        let rules = Array(platforms)
-        var wanted = [Bool](repeating: preparing == nil, count: rules.count)
-        if let preparing {
-            let served = rules.map(\.key)
-            var left = served.count
-            for platform in preparing where left > 0 {
-                if let i = served.firstIndex(of: platform), !wanted[i] {
-                    wanted[i] = true
-                    left -= 1
-                }
-            }
+        notification = PreparedNotification(content: content, placeholders: placeholders, notificationID: notificationID)
+        var entries: [Entry] = []
+        entries.reserveCapacity(platforms.count)
+        for (platform, rules) in platforms {
+            let encryptsItself = rules.writer.encryptsItself
+            let idsOnly = contentMode == .idsOnly && !encryptsItself
+            let deferred = !(preparing?.contains(platform) ?? true)
+            entries.append(Entry(platform: platform, writer: rules.writer, addressing: rules.addressing,
+                                 encryptsItself: encryptsItself, idsOnly: idsOnly, deferred: deferred,
+                                 payloads: deferred ? nil : Entry.payloads(rules.writer, idsOnly: idsOnly, notification)))
         }
-        entries = rules.indices.map {
-            Entry(platform: rules[$0].key, rules: rules[$0].value, contentMode: contentMode,
-                  preparing: wanted[$0] ? notification : nil)
-        }
+        self.entries = entries
     }
 
     /// The sealed plaintext (R-ENC-3) shared by every encrypted delivery of this notification.
@@ -205,27 +197,31 @@ extension DeliveryPlanner {
         /// `ids_only` and the writer has no such form: the platform's devices are refused.
         let lacksIDsOnlyForm: Bool
 
-        /// The entry of `platform`, its payloads prepared for `notification` (nil: deferred).
-        init(platform: Platform, rules: PlatformRules, contentMode: ContentMode, preparing notification: PreparedNotification?) {
+        /// Makes an entry (`payloads`: nil when `deferred` or the writer has no `ids_only` form).
+        init(platform: Platform, writer: any PayloadWriter, addressing: DeviceAddressing, encryptsItself: Bool,
+             idsOnly: Bool, deferred: Bool, payloads: (any PreparedPayloads)?) {
             self.platform = platform
-            writer = rules.writer
-            addressing = rules.addressing
-            encryptsItself = rules.writer.encryptsItself
-            idsOnly = contentMode == .idsOnly && !encryptsItself
-            deferred = notification == nil
-            if let notification {
-                payloads = idsOnly ? writer.prepareIDsOnly(notification) : writer.prepare(notification)
-            } else {
-                payloads = nil
-            }
+            self.writer = writer
+            self.addressing = addressing
+            self.encryptsItself = encryptsItself
+            self.idsOnly = idsOnly
+            self.deferred = deferred
+            self.payloads = payloads
             lacksIDsOnlyForm = !deferred && payloads == nil
+        }
+
+        /// `writer`'s payloads for `notification` (the `ids_only` ones when `idsOnly`; nil when it
+        /// has no such form).
+        static func payloads(_ writer: any PayloadWriter, idsOnly: Bool,
+                             _ notification: PreparedNotification) -> (any PreparedPayloads)? {
+            idsOnly ? writer.prepareIDsOnly(notification) : writer.prepare(notification)
         }
 
         /// This entry with its payloads for `notification` (itself when already prepared).
         func prepared(_ notification: PreparedNotification) -> Entry {
             guard deferred else { return self }
-            return Entry(platform: platform, rules: PlatformRules(writer: writer, addressing: addressing),
-                         contentMode: idsOnly ? .idsOnly : .sealed, preparing: notification)
+            return Entry(platform: platform, writer: writer, addressing: addressing, encryptsItself: encryptsItself,
+                         idsOnly: idsOnly, deferred: false, payloads: Self.payloads(writer, idsOnly: idsOnly, notification))
         }
 
         /// The check and body for one device; nil unless prepared (or no `ids_only` form).

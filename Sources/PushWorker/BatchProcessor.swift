@@ -109,7 +109,7 @@ public final class BatchProcessor {
                                           // previous release, which sent it sealed.
                                           contentMode: n.contentMode ?? .sealed, notificationID: n.id,
                                           invalidCredentials: states.unusable, platforms: planning,
-                                          preparing: devices.lazy.map { Platform(rawValue: $0.platform ?? "") })
+                                          preparing: devices.map { Platform(rawValue: $0.platform ?? "") })
             let expiry = Expiry(expiresAt: n.expiresAt, ttlSeconds: n.ttlSeconds)
             for d in devices {
                 if Self.isFinal(d) { continue }
