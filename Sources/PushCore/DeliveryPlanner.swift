@@ -37,10 +37,12 @@ public struct DeliveryPlanner: Sendable {
     /// The notification's content mode (the app's at send time, R-IDS-1).
     public let contentMode: ContentMode
 
-    /// One entry per platform of the table (a later rule wins on a repeated platform), looked up
-    /// by comparing platforms: a table holds a handful of providers, where hashing the platform's
-    /// spelling on every `plan(_:)` cost more than the plan's own work (docs/bench.md, issue 16).
-    let entries: [Entry]
+    /// Each platform's rules (the provider table's `planning`).
+    let rules: [Platform: PlatformRules]
+    /// The prepared platforms' entries, looked up by comparing platforms: a table holds a handful
+    /// of providers, where hashing the platform's spelling on every `plan(_:)` cost more than the
+    /// plan's own work (docs/bench.md, issue 16).
+    private let entries: [Entry]
     private let notification: PreparedNotification
 
     /// Prepares the device-independent bytes for `content`, with each platform's rules (the
@@ -57,16 +59,11 @@ public struct DeliveryPlanner: Sendable {
         self.mode = mode
         self.contentMode = contentMode
         self.invalidCredentials = invalidCredentials
+        rules = platforms
         notification = PreparedNotification(content: content, placeholders: placeholders, notificationID: notificationID)
         var entries: [Entry] = []
-        entries.reserveCapacity(platforms.count)
-        for (platform, rules) in platforms {
-            let encryptsItself = rules.writer.encryptsItself
-            let idsOnly = contentMode == .idsOnly && !encryptsItself
-            let deferred = !(preparing?.contains(platform) ?? true)
-            entries.append(Entry(platform: platform, writer: rules.writer, addressing: rules.addressing,
-                                 encryptsItself: encryptsItself, idsOnly: idsOnly, deferred: deferred,
-                                 payloads: deferred ? nil : Entry.payloads(rules.writer, idsOnly: idsOnly, notification)))
+        for (platform, rules) in platforms where preparing?.contains(platform) ?? true {
+            entries.append(Entry(platform: platform, rules: rules, contentMode: contentMode, notification))
         }
         self.entries = entries
     }
@@ -76,16 +73,16 @@ public struct DeliveryPlanner: Sendable {
 
     /// Plans one device.
     public func plan(_ device: DeviceSnapshot) -> PlanDecision {
-        guard let entry = entries.first(where: { $0.platform == device.platform }) else {
+        guard let entry = entries.first(where: { $0.platform == device.platform }) ?? entry(device.platform) else {
             return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) is not one this release serves"))
         }
-        return plan(device, entry.prepared(notification))
+        return plan(device, entry)
     }
 
     /// The 4096-byte rule for one device without planning the rest (the acceptance check takes the
     /// largest among the targeted devices). Nil when the device is refused for another reason.
     public func sizeCheck(for device: DeviceSnapshot) -> SizeCheck? {
-        guard let entry = entries.first(where: { $0.platform == device.platform })?.prepared(notification),
+        guard let entry = entries.first(where: { $0.platform == device.platform }) ?? entry(device.platform),
               Self.storedDeviceProblem(device, addressing: entry.addressing) == nil,
               case .success(let kid) = keyState(device, encryptsItself: entry.encryptsItself, idsOnly: entry.idsOnly)
         else { return nil }
@@ -99,7 +96,9 @@ public struct DeliveryPlanner: Sendable {
     /// the notification: what the acceptance refuses whatever the audience, and what `push_enqueue`
     /// refuses by itself (its lower bound of this measure, sql/0006 with the loc texts of sql/0011).
     public var contentFloorCheck: SizeCheck {
-        entries.compactMap { $0.prepared(notification).payload(token: "", kid: nil)?.check }.min { $0.size < $1.size }
+        rules.keys.compactMap { platform in
+            (entries.first { $0.platform == platform } ?? entry(platform))?.payload(token: "", kid: nil)?.check
+        }.min { $0.size < $1.size }
             ?? PayloadSizeRule.check(.plaintext, contentLength: notification.sealedPlaintext.count)
     }
 
@@ -136,6 +135,11 @@ public struct DeliveryPlanner: Sendable {
     }
 
     // MARK: - Private
+
+    /// A platform `init` did not prepare: its entry, prepared now (nil: no rules for it).
+    private func entry(_ platform: Platform) -> Entry? {
+        rules[platform].map { Entry(platform: platform, rules: $0, contentMode: contentMode, notification) }
+    }
 
     /// `plan(_:)` for a device of `entry`'s platform, its payloads prepared.
     private func plan(_ device: DeviceSnapshot, _ entry: Entry) -> PlanDecision {
@@ -190,41 +194,24 @@ extension DeliveryPlanner {
         let encryptsItself: Bool
         /// Sent the `ids_only` payloads (R-IDS-1): the device key is not used.
         let idsOnly: Bool
-        /// This notification's payloads; nil when deferred or `lacksIDsOnlyForm`.
+        /// This notification's payloads; nil when `lacksIDsOnlyForm`.
         let payloads: (any PreparedPayloads)?
-        /// Not among the platforms `init` was told to prepare: prepared when asked (`prepared(_:)`).
-        let deferred: Bool
         /// `ids_only` and the writer has no such form: the platform's devices are refused.
         let lacksIDsOnlyForm: Bool
 
-        /// Makes an entry (`payloads`: nil when `deferred` or the writer has no `ids_only` form).
-        init(platform: Platform, writer: any PayloadWriter, addressing: DeviceAddressing, encryptsItself: Bool,
-             idsOnly: Bool, deferred: Bool, payloads: (any PreparedPayloads)?) {
+        /// The entry of `platform`, its payloads prepared for `notification` (the `ids_only` ones
+        /// when the content mode says so and the writer does not encrypt by itself).
+        init(platform: Platform, rules: PlatformRules, contentMode: ContentMode, _ notification: PreparedNotification) {
             self.platform = platform
-            self.writer = writer
-            self.addressing = addressing
-            self.encryptsItself = encryptsItself
-            self.idsOnly = idsOnly
-            self.deferred = deferred
-            self.payloads = payloads
-            lacksIDsOnlyForm = !deferred && payloads == nil
+            writer = rules.writer
+            addressing = rules.addressing
+            encryptsItself = writer.encryptsItself
+            idsOnly = contentMode == .idsOnly && !encryptsItself
+            payloads = idsOnly ? writer.prepareIDsOnly(notification) : writer.prepare(notification)
+            lacksIDsOnlyForm = payloads == nil
         }
 
-        /// `writer`'s payloads for `notification` (the `ids_only` ones when `idsOnly`; nil when it
-        /// has no such form).
-        static func payloads(_ writer: any PayloadWriter, idsOnly: Bool,
-                             _ notification: PreparedNotification) -> (any PreparedPayloads)? {
-            idsOnly ? writer.prepareIDsOnly(notification) : writer.prepare(notification)
-        }
-
-        /// This entry with its payloads for `notification` (itself when already prepared).
-        func prepared(_ notification: PreparedNotification) -> Entry {
-            guard deferred else { return self }
-            return Entry(platform: platform, writer: writer, addressing: addressing, encryptsItself: encryptsItself,
-                         idsOnly: idsOnly, deferred: false, payloads: Self.payloads(writer, idsOnly: idsOnly, notification))
-        }
-
-        /// The check and body for one device; nil unless prepared (or no `ids_only` form).
+        /// The check and body for one device; nil when the writer has no `ids_only` form.
         func payload(token: String, kid: String?) -> (check: SizeCheck, body: PlannedDelivery.Body)? {
             payloads?.payload(token: token, kid: kid)
         }

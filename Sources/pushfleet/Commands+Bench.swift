@@ -133,9 +133,10 @@ enum BenchCommands {
         let sealedUs = try measure(sealedDevice, max(1, iterations / 10))
         // A single-user notification's shape (the worker builds one planner per notification):
         // the planner's setup for the notification plus its one plaintext iOS delivery.
+        let notificationID = UUID()  // made once: a UUID() per notification would time getrandom
         func single() throws -> Int {
             let planner = DeliveryPlanner(content: content, placeholders: AppPlaceholders(title: "New message", body: ""),
-                                          requireEncryption: false, mode: .test, notificationID: UUID(),
+                                          requireEncryption: false, mode: .test, notificationID: notificationID,
                                           platforms: ProviderTable.standard.planning, preparing: [plain.platform])
             guard case .send(let p) = planner.plan(plain), case .plaintext(let payload) = p.body else {
                 throw PushError(.providerError, "bench plan refused")
