@@ -6,7 +6,7 @@ extension DeliveryPlanner {
     /// and the check ignores a refused device). A content that fits these fits every device of those
     /// platforms; the worker applies the rule again per device at send time. Pure.
     public func anyDeviceOf(platforms: [Platform]?) -> [DeviceSnapshot] {
-        let served = self.platforms.keys.filter { platforms?.contains($0) ?? true }
+        let served = rules.keys.filter { platforms?.contains($0) ?? true }
             .sorted { $0.rawValue < $1.rawValue }
         let token = String(repeating: "a", count: DeviceRegistration.maxTokenLength)
         let key = [UInt8](repeating: 0x01, count: Envelope.encLength - 1)

@@ -25,9 +25,9 @@ public struct DeliveryPlanner: Sendable {
     public static let kidLength = 16
 
     /// The notification content.
-    public let content: NotificationContent
+    public var content: NotificationContent { notification.content }
     /// The app's placeholders.
-    public let placeholders: AppPlaceholders
+    public var placeholders: AppPlaceholders { notification.placeholders }
     /// The notification's `encrypted` flag (require_encryption at send time, R-SEND-2).
     public let requireEncryption: Bool
     /// Test or live.
@@ -37,78 +37,56 @@ public struct DeliveryPlanner: Sendable {
     /// The notification's content mode (the app's at send time, R-IDS-1).
     public let contentMode: ContentMode
 
-    let platforms: [Platform: PlatformRules]
-    private let prepared: [Platform: any PreparedPayloads]
-    /// Platforms sent `ids_only` payloads (R-IDS-1): the device key is not used.
-    private let idsOnly: Set<Platform>
-    private let sealed: [UInt8]
+    /// Each platform's rules (the provider table's `planning`).
+    let rules: [Platform: PlatformRules]
+    /// The prepared platforms' entries, looked up by comparing platforms: a table holds a handful
+    /// of providers, where hashing the platform's spelling on every `plan(_:)` cost more than the
+    /// plan's own work (docs/bench.md, issue 16).
+    private let entries: [Entry]
+    private let notification: PreparedNotification
 
     /// Prepares the device-independent bytes for `content`, with each platform's rules (the
     /// provider table's `planning`); a platform without rules is refused `UNKNOWN_PLATFORM`.
     /// `notificationID` is what an `ids_only` marker carries; nil only to measure (acceptance).
+    /// `preparing`: the platforms of the devices that will be planned (a batch's), nil for every
+    /// platform of the table. Only those are prepared now; a device of another platform is still
+    /// planned the same, its payloads then prepared again for each such device (correct, slower).
     public init(content: NotificationContent, placeholders: AppPlaceholders, requireEncryption: Bool,
                 mode: Mode, contentMode: ContentMode = .sealed, notificationID: UUID? = nil,
-                invalidCredentials: Set<Platform> = [], platforms: [Platform: PlatformRules]) {
-        self.content = content
-        self.placeholders = placeholders
+                invalidCredentials: Set<Platform> = [], platforms: [Platform: PlatformRules],
+                preparing: [Platform]? = nil) {
         self.requireEncryption = requireEncryption
         self.mode = mode
         self.contentMode = contentMode
         self.invalidCredentials = invalidCredentials
-        self.platforms = platforms
-        let notification = PreparedNotification(content: content, placeholders: placeholders, notificationID: notificationID)
-        sealed = notification.sealedPlaintext
-        var prepared: [Platform: any PreparedPayloads] = [:]
-        var idsOnly: Set<Platform> = []
-        for (platform, rules) in platforms {
-            if contentMode == .idsOnly && !rules.writer.encryptsItself {
-                // No ids_only form: left out, so the platform is refused rather than sent the content.
-                prepared[platform] = rules.writer.prepareIDsOnly(notification)
-                idsOnly.insert(platform)
-            } else {
-                prepared[platform] = rules.writer.prepare(notification)
-            }
+        rules = platforms
+        notification = PreparedNotification(content: content, placeholders: placeholders, notificationID: notificationID)
+        var entries: [Entry] = []
+        for (platform, rules) in platforms where preparing?.contains(platform) ?? true {
+            entries.append(Entry(platform: platform, rules: rules, contentMode: contentMode, notification))
         }
-        self.prepared = prepared
-        self.idsOnly = idsOnly
+        self.entries = entries
     }
 
     /// The sealed plaintext (R-ENC-3) shared by every encrypted delivery of this notification.
-    public var sealedPlaintext: [UInt8] { sealed }
+    public var sealedPlaintext: [UInt8] { notification.sealedPlaintext }
 
     /// Plans one device.
     public func plan(_ device: DeviceSnapshot) -> PlanDecision {
-        guard let rules = platforms[device.platform], let payloads = prepared[device.platform] else {
-            if idsOnly.contains(device.platform) {
-                return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) has no ids_only payload"))
-            }
+        guard let entry = entries.first(where: { $0.platform == device.platform }) ?? entry(device.platform) else {
             return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) is not one this release serves"))
         }
-        if let problem = Self.storedDeviceProblem(device, addressing: rules.addressing) { return .refuse(problem) }
-        let writer = rules.writer
-        let key: String?
-        switch keyState(device, writer: writer, idsOnly: idsOnly.contains(device.platform)) {
-        case .failure(let error): return .refuse(error)
-        case .success(let kid): key = kid
-        }
-        if mode == .live && invalidCredentials.contains(device.platform) {
-            return .refuse(PushError(.credentialsInvalid, "the app's \(device.platform.rawValue) credentials are invalid"))
-        }
-        let (check, body) = payloads.payload(token: device.token, kid: key)
-        if let error = check.error { return .refuse(error) }
-        return .send(PlannedDelivery(platform: device.platform, token: device.token, apnsEnvironment: device.apnsEnvironment,
-                                     priority: content.priority, pushType: content.pushType, collapseKey: content.collapseKey,
-                                     encrypted: key != nil || writer.encryptsItself, finalSize: check.size, body: body))
+        return plan(device, entry)
     }
 
     /// The 4096-byte rule for one device without planning the rest (the acceptance check takes the
     /// largest among the targeted devices). Nil when the device is refused for another reason.
     public func sizeCheck(for device: DeviceSnapshot) -> SizeCheck? {
-        guard let rules = platforms[device.platform], let payloads = prepared[device.platform],
-              Self.storedDeviceProblem(device, addressing: rules.addressing) == nil,
-              case .success(let kid) = keyState(device, writer: rules.writer, idsOnly: idsOnly.contains(device.platform))
+        guard let entry = entries.first(where: { $0.platform == device.platform }) ?? entry(device.platform),
+              Self.storedDeviceProblem(device, addressing: entry.addressing) == nil,
+              case .success(let kid) = keyState(device, encryptsItself: entry.encryptsItself, idsOnly: entry.idsOnly)
         else { return nil }
-        return payloads.payload(token: device.token, kid: kid).check
+        return entry.payload(token: device.token, kid: kid)?.check
     }
 
     /// The smallest measure any payload kind of the table gives this content (R-SEND-7, R-KIND-3):
@@ -118,8 +96,10 @@ public struct DeliveryPlanner: Sendable {
     /// the notification: what the acceptance refuses whatever the audience, and what `push_enqueue`
     /// refuses by itself (its lower bound of this measure, sql/0006 with the loc texts of sql/0011).
     public var contentFloorCheck: SizeCheck {
-        prepared.values.map { $0.payload(token: "", kid: nil).check }.min { $0.size < $1.size }
-            ?? PayloadSizeRule.check(.plaintext, contentLength: sealed.count)
+        rules.keys.compactMap { platform in
+            (entries.first { $0.platform == platform } ?? entry(platform))?.payload(token: "", kid: nil)?.check
+        }.min { $0.size < $1.size }
+            ?? PayloadSizeRule.check(.plaintext, contentLength: notification.sealedPlaintext.count)
     }
 
     /// Why a stored token-addressed device cannot be sent to as it is (R-DEV-1, checked again at
@@ -156,10 +136,38 @@ public struct DeliveryPlanner: Sendable {
 
     // MARK: - Private
 
+    /// A platform `init` did not prepare: its entry, prepared now (nil: no rules for it).
+    private func entry(_ platform: Platform) -> Entry? {
+        rules[platform].map { Entry(platform: platform, rules: $0, contentMode: contentMode, notification) }
+    }
+
+    /// `plan(_:)` for a device of `entry`'s platform, its payloads prepared.
+    private func plan(_ device: DeviceSnapshot, _ entry: Entry) -> PlanDecision {
+        if entry.lacksIDsOnlyForm {
+            return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) has no ids_only payload"))
+        }
+        if let problem = Self.storedDeviceProblem(device, addressing: entry.addressing) { return .refuse(problem) }
+        let key: String?
+        switch keyState(device, encryptsItself: entry.encryptsItself, idsOnly: entry.idsOnly) {
+        case .failure(let error): return .refuse(error)
+        case .success(let kid): key = kid
+        }
+        if mode == .live && invalidCredentials.contains(device.platform) {
+            return .refuse(PushError(.credentialsInvalid, "the app's \(device.platform.rawValue) credentials are invalid"))
+        }
+        guard let (check, body) = entry.payload(token: device.token, kid: key) else {
+            return .refuse(PushError(.unknownPlatform, "device platform \(device.platform.rawValue.prefix(40)) has no ids_only payload"))
+        }
+        if let error = check.error { return .refuse(error) }
+        return .send(PlannedDelivery(platform: device.platform, token: device.token, apnsEnvironment: device.apnsEnvironment,
+                                     priority: content.priority, pushType: content.pushType, collapseKey: content.collapseKey,
+                                     encrypted: key != nil || entry.encryptsItself, finalSize: check.size, body: body))
+    }
+
     /// The kid to seal to (nil = plaintext, and always nil for a writer that encrypts by itself or
     /// an `ids_only` payload, which seals nothing), or a refusal.
-    private func keyState(_ device: DeviceSnapshot, writer: any PayloadWriter, idsOnly: Bool) -> Result<String?, PushError> {
-        if writer.encryptsItself || idsOnly { return .success(nil) }
+    private func keyState(_ device: DeviceSnapshot, encryptsItself: Bool, idsOnly: Bool) -> Result<String?, PushError> {
+        if encryptsItself || idsOnly { return .success(nil) }
         guard let key = device.publicKey else {
             if !Self.policyDelivers(hasKey: false, encryptsItself: false, requireEncryption: requireEncryption,
                                     contentMode: contentMode) {
@@ -172,5 +180,40 @@ public struct DeliveryPlanner: Sendable {
             return .failure(PushError(.invalidDeviceKey, "the stored device key or kid is malformed"))
         }
         return .success(kid)
+    }
+}
+
+extension DeliveryPlanner {
+    /// One platform of the planner: its rules, read once, and this notification's payloads (a
+    /// class: `plan(_:)` finds and reads it without copying its existentials).
+    final class Entry: Sendable {
+        let platform: Platform
+        let writer: any PayloadWriter
+        let addressing: DeviceAddressing
+        /// `writer.encryptsItself`, read once.
+        let encryptsItself: Bool
+        /// Sent the `ids_only` payloads (R-IDS-1): the device key is not used.
+        let idsOnly: Bool
+        /// This notification's payloads; nil when `lacksIDsOnlyForm`.
+        let payloads: (any PreparedPayloads)?
+        /// `ids_only` and the writer has no such form: the platform's devices are refused.
+        let lacksIDsOnlyForm: Bool
+
+        /// The entry of `platform`, its payloads prepared for `notification` (the `ids_only` ones
+        /// when the content mode says so and the writer does not encrypt by itself).
+        init(platform: Platform, rules: PlatformRules, contentMode: ContentMode, _ notification: PreparedNotification) {
+            self.platform = platform
+            writer = rules.writer
+            addressing = rules.addressing
+            encryptsItself = writer.encryptsItself
+            idsOnly = contentMode == .idsOnly && !encryptsItself
+            payloads = idsOnly ? writer.prepareIDsOnly(notification) : writer.prepare(notification)
+            lacksIDsOnlyForm = payloads == nil
+        }
+
+        /// The check and body for one device; nil when the writer has no `ids_only` form.
+        func payload(token: String, kid: String?) -> (check: SizeCheck, body: PlannedDelivery.Body)? {
+            payloads?.payload(token: token, kid: kid)
+        }
     }
 }

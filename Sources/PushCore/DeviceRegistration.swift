@@ -137,9 +137,15 @@ public struct DeviceRegistration: Sendable {
     public static func isValidToken(_ token: String) -> Bool {
         let bytes = token.utf8
         guard !bytes.isEmpty, bytes.count <= maxTokenLength else { return false }
-        return bytes.allSatisfy { b in
-            (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
-                || b == UInt8(ascii: "_") || b == UInt8(ascii: ":") || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
-        }
+        // The contiguous bytes when the string has them (every native string): the planner checks
+        // each stored token again at send time, and walking `String.UTF8View` index by index cost
+        // more than the rest of a plaintext plan (docs/bench.md, issue 16's boundary).
+        return bytes.withContiguousStorageIfAvailable { $0.allSatisfy(isTokenByte) } ?? bytes.allSatisfy(isTokenByte)
+    }
+
+    /// One byte of R-DEV-1's token alphabet, `A-Z a-z 0-9 _ : . -`.
+    private static func isTokenByte(_ b: UInt8) -> Bool {
+        (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
+            || b == UInt8(ascii: "_") || b == UInt8(ascii: ":") || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
     }
 }

@@ -108,7 +108,8 @@ public final class BatchProcessor {
                                           // Written at the send time (R-IDS-1); nil: started by a
                                           // previous release, which sent it sealed.
                                           contentMode: n.contentMode ?? .sealed, notificationID: n.id,
-                                          invalidCredentials: states.unusable, platforms: planning)
+                                          invalidCredentials: states.unusable, platforms: planning,
+                                          preparing: devices.map { Platform(rawValue: $0.platform ?? "") })
             let expiry = Expiry(expiresAt: n.expiresAt, ttlSeconds: n.ttlSeconds)
             for d in devices {
                 if Self.isFinal(d) { continue }

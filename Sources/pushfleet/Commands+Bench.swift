@@ -14,7 +14,8 @@ import PushProviders
 /// - `bench floor [--iterations N]`: `CryptoBenchmark.floorMicroseconds` (one fixed-base plus one
 ///   variable-base `EC_POINT_mul`) and `sealMicroseconds`, both in thread-CPU µs.
 /// - `bench plan [--iterations N]`: PushCore planning plus the final request body per delivery,
-///   plaintext and encrypted (seal included), thread-CPU µs.
+///   plaintext and encrypted (seal included), thread-CPU µs; `single_notification_us`: a planner
+///   built per notification (a single-user notification's shape) and its one plaintext delivery.
 /// - `bench apns ...` and `bench fcm ...`: the provider clients' CPU per request against a fake
 ///   (`Commands+BenchProviders.swift`).
 enum BenchCommands {
@@ -130,7 +131,24 @@ enum BenchCommands {
         }
         let plainUs = try measure(plain, iterations)
         let sealedUs = try measure(sealedDevice, max(1, iterations / 10))
-        let fields = ["plaintext_us": fmt(plainUs), "encrypted_us": fmt(sealedUs), "bytes_checksum": String(sink)]
+        // A single-user notification's shape (the worker builds one planner per notification):
+        // the planner's setup for the notification plus its one plaintext iOS delivery.
+        let notificationID = UUID()  // made once: a UUID() per notification would time getrandom
+        func single() throws -> Int {
+            let planner = DeliveryPlanner(content: content, placeholders: AppPlaceholders(title: "New message", body: ""),
+                                          requireEncryption: false, mode: .test, notificationID: notificationID,
+                                          platforms: ProviderTable.standard.planning, preparing: [plain.platform])
+            guard case .send(let p) = planner.plan(plain), case .plaintext(let payload) = p.body else {
+                throw PushError(.providerError, "bench plan refused")
+            }
+            return payload.requestBody(ttlSeconds: 3600).count
+        }
+        sink &+= try single()
+        let singleStart = threadCPUMicros()
+        for _ in 0..<iterations { sink &+= try single() }
+        let singleUs = (threadCPUMicros() - singleStart) / Double(iterations)
+        let fields = ["plaintext_us": fmt(plainUs), "encrypted_us": fmt(sealedUs), "single_notification_us": fmt(singleUs),
+                      "bytes_checksum": String(sink)]
         out.emit(KV(fields: fields)) { text(fields) }
     }
 

@@ -90,7 +90,11 @@ public struct ProviderTable: Sendable {
     public let descriptors: [ProviderDescriptor]
 
     /// A table of `descriptors` (later ones win on a repeated platform, kind or label).
-    public init(_ descriptors: [ProviderDescriptor]) { self.descriptors = descriptors }
+    public init(_ descriptors: [ProviderDescriptor]) {
+        self.descriptors = descriptors
+        planning = Dictionary(descriptors.map { ($0.platform, PlatformRules(writer: $0.payload, addressing: $0.addressing)) },
+                              uniquingKeysWith: { _, b in b })
+    }
 
     /// This table with `descriptor` added (tests register extra providers this way).
     public func adding(_ descriptor: ProviderDescriptor) -> ProviderTable { ProviderTable(descriptors + [descriptor]) }
@@ -122,11 +126,9 @@ public struct ProviderTable: Sendable {
     }
     /// Every credential kind, in table order.
     public var credentialKinds: [CredentialKind] { descriptors.map(\.credentialKind) }
-    /// The planner's rules by platform (payload writer, addressing).
-    public var planning: [Platform: PlatformRules] {
-        Dictionary(descriptors.map { ($0.platform, PlatformRules(writer: $0.payload, addressing: $0.addressing)) },
-                   uniquingKeysWith: { _, b in b })
-    }
+    /// The planner's rules by platform (payload writer, addressing), built once with the table
+    /// (the worker reads it for every claim).
+    public let planning: [Platform: PlatformRules]
     /// Registration's addressing by platform.
     public var addressing: [Platform: DeviceAddressing] {
         Dictionary(descriptors.map { ($0.platform, $0.addressing) }, uniquingKeysWith: { _, b in b })
