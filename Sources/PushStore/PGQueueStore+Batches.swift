@@ -245,7 +245,7 @@ enum RecordJSON {
         mutating func string(_ name: String, _ value: String?) {
             guard let value else { return }
             key(name)
-            JSONWriter.appendString(value.utf8.contains(0) ? value.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : value,
+            JSONWriter.appendString(value.containsUTF8Byte(0) ? value.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : value,
                                     to: &out)
         }
 

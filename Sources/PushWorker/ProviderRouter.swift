@@ -74,7 +74,7 @@ public final class SimulatorOnlyRouter: ProviderRouter {
     /// The simulator's answer for one push (a device addressed by an endpoint URL, which a token
     /// never is, answers by the endpoint's last path segment).
     public static func simulate(_ p: OutboundPush) -> (ProviderKind, ProviderAnswer) {
-        let token = p.token.contains("/") ? String(p.token.split(separator: "/").last ?? "") : p.token
+        let token = p.token.containsUTF8Byte(UInt8(ascii: "/")) ? String(p.token.split(separator: "/").last ?? "") : p.token
         return (.simulator, Simulator.answer(token: token, previousAttempts: p.previousAttempts,
                                              messageID: p.apnsID.uuidString.lowercased()))
     }

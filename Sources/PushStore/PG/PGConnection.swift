@@ -1,5 +1,6 @@
 internal import CLibpq
 import Glibc
+import PushCore
 
 /// One PostgreSQL session (owns a `PGconn*`, closed in `deinit`).
 ///
@@ -218,7 +219,7 @@ public final class PGConnection {
     }
 
     static func rejectNUL(_ s: String, what: String) throws {
-        if s.utf8.contains(0) { throw PGError(code: .encode, message: "\(what) contains a NUL byte") }
+        if s.containsUTF8Byte(0) { throw PGError(code: .encode, message: "\(what) contains a NUL byte") }
     }
 
     /// `"name"` with embedded quotes doubled: a safe SQL identifier for any text.

@@ -1,5 +1,6 @@
 import struct Foundation.Date
 import struct Foundation.UUID
+import PushCore
 
 /// One statement parameter, sent in PostgreSQL's text format (never interpolated into SQL).
 ///
@@ -82,7 +83,7 @@ public enum PGValue: Sendable, Equatable {
     // MARK: - Text forms
 
     private static func checked(_ s: String) throws -> String {
-        if s.utf8.contains(0) {
+        if s.containsUTF8Byte(0) {
             throw PGError(code: .encode, message: "text parameter contains a NUL byte, which PostgreSQL text cannot hold")
         }
         return s
