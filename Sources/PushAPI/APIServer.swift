@@ -98,7 +98,7 @@ public final class APIServer: @unchecked Sendable {
         var http = config.http
         if case .eventLoop(let io, _) = http.threading { http.threading = .eventLoop(ioThreads: io, workers: config.poolSize) }
         let api = try HTTPServer.start(http, handler: handler)
-        let readiness = ReadinessProbe(databaseURL: config.databaseURL, metrics: metrics, log: log)
+        let readiness = ReadinessProbe(databaseURL: config.databaseURL, metrics: metrics, log: log, schema: handler.schema)
         var management: HTTPServer?
         if let address = config.management {
             var m = HTTPServer.Config(address: address)
@@ -165,9 +165,12 @@ final class ReadinessProbe: @unchecked Sendable {
     /// (`push_platforms`, sql/0024) on the probe's first ready verdict.
     let platforms: [PlatformTraits]
     private var platformsServed = false
+    /// The handlers' gate, closed while a verdict finds the schema behind (`SCHEMA_TOO_OLD`).
+    let schema: SchemaGate
 
     init(databaseURL: String, metrics: APIMetrics, log: Log,
-         platforms: [PlatformTraits] = ProviderTable.standard.servedPlatforms) {
+         platforms: [PlatformTraits] = ProviderTable.standard.servedPlatforms, schema: SchemaGate = SchemaGate()) {
+        self.schema = schema
         self.platforms = platforms
         self.databaseURL = databaseURL
         self.metrics = metrics
@@ -191,6 +194,7 @@ final class ReadinessProbe: @unchecked Sendable {
                     }
                     let h = try HealthStore(connection: session).healthProbe(required: ReadinessGate.requiredMigrations)
                     let verdict = ReadinessGate.verdict(h, requiredVersion: APIServer.requiredSchemaVersion)
+                    if case .schemaTooOld = verdict { schema.set(behind: true) } else { schema.set(behind: false) }
                     if verdict != .ready {
                         now = verdict.reason
                     } else if !platformsServed {
