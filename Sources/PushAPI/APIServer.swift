@@ -183,6 +183,7 @@ final class ReadinessProbe: @unchecked Sendable {
             var connection: PGConnection?
             while !stopped.current {
                 var now = "ready"
+                var detail: [String: Any] = [:]
                 do {
                     let session: PGConnection
                     if let open = connection, open.isHealthy {
@@ -198,8 +199,16 @@ final class ReadinessProbe: @unchecked Sendable {
                     if verdict != .ready {
                         now = verdict.reason
                     } else if !platformsServed {
-                        try PlatformStore(connection: session).serve(platforms)
-                        platformsServed = true
+                        do {
+                            try PlatformStore(connection: session).serve(platforms)
+                            platformsServed = true
+                        } catch let e as PGError where e.sqlState != nil && !e.isConnectionLost {
+                            // The database answered and refused the write (a privilege missing on
+                            // push_platforms): not ready, said as such, and tried at the next probe.
+                            now = "PLATFORMS_NOT_SERVED"
+                            detail = ["sqlstate": e.sqlState ?? "", "message": String(e.message.prefix(300)),
+                                      "hint": "grant the API's role INSERT, UPDATE on push_platforms"]
+                        }
                     }
                 } catch {
                     connection = nil
@@ -209,7 +218,7 @@ final class ReadinessProbe: @unchecked Sendable {
                 metrics.ready.set(now == "ready" ? 1 : 0)
                 if now != verdict {
                     verdict = now
-                    if now == "ready" { log.info("api.ready", [:]) } else { log.warn("api.not_ready", ["reason": now]) }
+                    if now == "ready" { log.info("api.ready", [:]) } else { log.warn("api.not_ready", detail.merging(["reason": now]) { $1 }) }
                 }
                 _ = wake.wait(timeout: .now() + 1)
             }
