@@ -24,13 +24,15 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
     let log: Log
     /// The preview fetch and receipts (issue 24), which take a device's preview token, not a key.
     var preview: PreviewHandler
+    /// Closed (503) while the readiness probe finds the schema behind this release.
+    let schema = SchemaGate()
 
     /// A handler on `pool`, recording into `metrics`.
     init(pool: PGPool, metrics: APIMetrics, log: Log = .shared, previewLimits: PreviewLimiter.Limits = .init()) {
         self.pool = pool
         self.metrics = metrics
         self.log = log
-        preview = PreviewHandler(pool: pool, metrics: metrics, limits: previewLimits, log: log)
+        preview = PreviewHandler(pool: pool, metrics: metrics, limits: previewLimits, log: log, schema: schema)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -72,6 +74,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
             // in the same round trip as the key; its errors are answered after the key's.
             let body = Result { try Self.body(r, request, kind: kind) }
             let appToCheck = Self.appNamed(r, body, request)
+            try schema.check()
             return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
                 if let read = try keyedRead(r, id: id, key: key, hash: hash, conn: conn) {
                     var answer = read
@@ -115,6 +118,7 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         let body = Result { try Self.body(r, request, kind: kind) }
         let appToCheck = Self.appNamed(r, body, request)
         let prefix = keyPrefix
+        try schema.check()
         return try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
             // A well-signed token naming no account is refused like any other bad token.
             guard try verifier.knownAccounts.exists(principal.accountID, lookup: {
@@ -295,13 +299,15 @@ public final class APIHandler: HTTPHandler, @unchecked Sendable {
         }
     }
 
-    /// 503 for an unreachable or busy database, the stable code of the SQL functions' own
-    /// refusals (`CODE: message`), 500 for anything else (logged: a bug).
+    /// 503 for an unreachable or busy database or a schema not yet migrated (a missing table or
+    /// function), the stable code of the SQL functions' own refusals (`CODE: message`), 500 for
+    /// anything else (logged: a bug).
     func databaseError(_ e: PGError, route: String, request: HTTPRequest) -> APIError {
         if let domain = StoreErrors.domainError(e) { return AcceptanceMapping.apiError(domain) }
         // PostgreSQL text cannot hold NUL: refused before anything is sent.
         if e.code == .encode { return .validation("text fields may not contain NUL (\\u0000)", field: nil) }
         metrics.dbErrors.increment()
+        if SchemaGate.isMissingSchema(e) { return SchemaGate.refusal }
         if e.isRetryableTransient || e.code == PGPool.timeoutCode {
             return .unavailable(e.code == PGPool.timeoutCode ? "every database session is busy; retry shortly"
                                                              : "the database is unreachable; retry shortly")

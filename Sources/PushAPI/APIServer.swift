@@ -98,7 +98,7 @@ public final class APIServer: @unchecked Sendable {
         var http = config.http
         if case .eventLoop(let io, _) = http.threading { http.threading = .eventLoop(ioThreads: io, workers: config.poolSize) }
         let api = try HTTPServer.start(http, handler: handler)
-        let readiness = ReadinessProbe(databaseURL: config.databaseURL, metrics: metrics, log: log)
+        let readiness = ReadinessProbe(databaseURL: config.databaseURL, metrics: metrics, log: log, schema: handler.schema)
         var management: HTTPServer?
         if let address = config.management {
             var m = HTTPServer.Config(address: address)
@@ -165,9 +165,12 @@ final class ReadinessProbe: @unchecked Sendable {
     /// (`push_platforms`, sql/0024) on the probe's first ready verdict.
     let platforms: [PlatformTraits]
     private var platformsServed = false
+    /// The handlers' gate, closed while a verdict finds the schema behind (`SCHEMA_TOO_OLD`).
+    let schema: SchemaGate
 
     init(databaseURL: String, metrics: APIMetrics, log: Log,
-         platforms: [PlatformTraits] = ProviderTable.standard.servedPlatforms) {
+         platforms: [PlatformTraits] = ProviderTable.standard.servedPlatforms, schema: SchemaGate = SchemaGate()) {
+        self.schema = schema
         self.platforms = platforms
         self.databaseURL = databaseURL
         self.metrics = metrics
@@ -180,6 +183,7 @@ final class ReadinessProbe: @unchecked Sendable {
             var connection: PGConnection?
             while !stopped.current {
                 var now = "ready"
+                var detail: [String: Any] = [:]
                 do {
                     let session: PGConnection
                     if let open = connection, open.isHealthy {
@@ -191,11 +195,20 @@ final class ReadinessProbe: @unchecked Sendable {
                     }
                     let h = try HealthStore(connection: session).healthProbe(required: ReadinessGate.requiredMigrations)
                     let verdict = ReadinessGate.verdict(h, requiredVersion: APIServer.requiredSchemaVersion)
+                    if case .schemaTooOld = verdict { schema.set(behind: true) } else { schema.set(behind: false) }
                     if verdict != .ready {
                         now = verdict.reason
                     } else if !platformsServed {
-                        try PlatformStore(connection: session).serve(platforms)
-                        platformsServed = true
+                        do {
+                            try PlatformStore(connection: session).serve(platforms)
+                            platformsServed = true
+                        } catch let e as PGError where e.sqlState != nil && !e.isConnectionLost {
+                            // The database answered and refused the write (a privilege missing on
+                            // push_platforms): not ready, said as such, and tried at the next probe.
+                            now = "PLATFORMS_NOT_SERVED"
+                            detail = ["sqlstate": e.sqlState ?? "", "message": String(e.message.prefix(300)),
+                                      "hint": "grant the API's role INSERT, UPDATE on push_platforms"]
+                        }
                     }
                 } catch {
                     connection = nil
@@ -205,7 +218,7 @@ final class ReadinessProbe: @unchecked Sendable {
                 metrics.ready.set(now == "ready" ? 1 : 0)
                 if now != verdict {
                     verdict = now
-                    if now == "ready" { log.info("api.ready", [:]) } else { log.warn("api.not_ready", ["reason": now]) }
+                    if now == "ready" { log.info("api.ready", [:]) } else { log.warn("api.not_ready", detail.merging(["reason": now]) { $1 }) }
                 }
                 _ = wake.wait(timeout: .now() + 1)
             }

@@ -26,9 +26,12 @@ final class PreviewHandler: @unchecked Sendable {
     let limiter: PreviewLimiter
     let log: Log
     let sealer: EnvelopeSealer?
+    /// Closed (503) while the readiness probe finds the schema behind this release.
+    let schema: SchemaGate
     var poolWaitSeconds = 2.0
 
-    init(pool: PGPool, metrics: APIMetrics, limits: PreviewLimiter.Limits, log: Log) {
+    init(pool: PGPool, metrics: APIMetrics, limits: PreviewLimiter.Limits, log: Log, schema: SchemaGate = SchemaGate()) {
+        self.schema = schema
         self.pool = pool
         self.metrics = metrics
         limiter = PreviewLimiter(limits: limits)
@@ -59,9 +62,13 @@ final class PreviewHandler: @unchecked Sendable {
         } catch let e as PGError {
             metrics.dbErrors.increment()
             let unavailable = e.isRetryableTransient || e.code == PGPool.timeoutCode
-            if !unavailable { log.error("api.preview_db_error", ["route": route.template, "code": e.code.rawValue, "sqlstate": e.sqlState ?? ""]) }
-            let err = unavailable ? APIError.unavailable("the database is unreachable; retry shortly") : APIError.internalError()
-            response = HTTPResponse(status: err.status, headers: Self.headers, body: err.body)
+            let missingSchema = SchemaGate.isMissingSchema(e)
+            if !unavailable && !missingSchema {
+                log.error("api.preview_db_error", ["route": route.template, "code": e.code.rawValue, "sqlstate": e.sqlState ?? ""])
+            }
+            let err = missingSchema ? SchemaGate.refusal
+                : unavailable ? APIError.unavailable("the database is unreachable; retry shortly") : APIError.internalError()
+            response = HTTPResponse(status: err.status, headers: Self.headers + err.headers.map { ($0.name, $0.value) }, body: err.body)
         } catch {
             log.error("api.preview_internal_error", ["route": route.template, "error": String(describing: type(of: error))])
             let err = APIError.internalError()
@@ -96,6 +103,7 @@ final class PreviewHandler: @unchecked Sendable {
         let hash = try PreviewTokenFormat.hash(Self.token(request))
         try limit(hash, client: client)
         let notification = PrefixedID.parse(id, as: .notification) ?? PreviewStore.noNotification
+        try schema.check()
         let found = try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
             // A HEAD delivers no content to the device: it confirms nothing (R-IDS-4), after the
             // same lookups and with the same answers as the GET.
@@ -135,6 +143,7 @@ final class PreviewHandler: @unchecked Sendable {
         let hash = try PreviewTokenFormat.hash(Self.token(request))
         try limit(hash, client: client)
         let notification = PrefixedID.parse(id, as: .notification) ?? PreviewStore.noNotification
+        try schema.check()
         let confirmed = try pool.withConnection(deadline: Date().addingTimeInterval(poolWaitSeconds)) { conn in
             try PreviewStore(connection: conn).receipt(tokenHash: hash, notificationID: notification)
         }

@@ -20,6 +20,9 @@ public struct DeviceBody: Sendable {
         if let s = try f.object("subscription") {
             var sf = JSONFields(s, prefix: "subscription.")
             let endpoint = try sf.requiredString("endpoint")
+            // `PushSubscription.toJSON()` carries `expirationTime` (W3C Push API: null, or
+            // milliseconds since the epoch): read for its type, then ignored (nothing is stored).
+            _ = try sf.double("expirationTime")
             guard let keys = try sf.object("keys", nullable: false) else { throw sf.missing("keys") }
             var kf = JSONFields(keys, prefix: "subscription.keys.")
             let p256dh = try kf.requiredString("p256dh"), auth = try kf.requiredString("auth")

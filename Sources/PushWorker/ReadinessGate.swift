@@ -50,6 +50,10 @@ public final class ReadinessGate {
         case schemaTooOld(found: Int, needed: Int, missing: [Int])
         /// The server refuses writes (read-only default or standby).
         case readOnly
+        /// The schema is ready but the platforms served could not be written into `push_platforms`
+        /// (sql/0024), e.g. the role lacks INSERT, UPDATE on it: `error` is the database's refusal
+        /// (`DB_QUERY [SQLSTATE]: message`, no row values). Tried again at each probe.
+        case platformsNotServed(error: String)
 
         /// A stable reason label for logs.
         public var reason: String {
@@ -57,6 +61,7 @@ public final class ReadinessGate {
             case .ready: return "ready"
             case .schemaTooOld: return "SCHEMA_TOO_OLD"
             case .readOnly: return "DATABASE_READ_ONLY"
+            case .platformsNotServed: return "PLATFORMS_NOT_SERVED"
             }
         }
     }
@@ -90,19 +95,26 @@ public final class ReadinessGate {
     }
 
     /// Probes `store` when it is a new session or the last probe is older than `interval`; returns
-    /// whether work may be claimed. On the first ready verdict it tells the store the platforms
-    /// served (once per gate; before any claim). - Throws: the store's error when the probe fails
-    /// (connection broken) or the platforms could not be told (tried again at the next call).
+    /// whether work may be claimed. A schema ready for work is not yet a ready verdict: the
+    /// platforms served are told to the store first (once per gate; before any claim), and a
+    /// refusal of that write (a privilege missing on `push_platforms`) is the verdict
+    /// `platformsNotServed`, logged once and tried again at the next call.
+    /// - Throws: the store's error when the probe or the write lost the connection or conflicted.
     public func admit(_ store: QueueStore, now: Date = Date()) throws -> Bool {
         if probed !== store || now.timeIntervalSince(probedAt) >= interval || verdict != .ready {
             let health = try store.healthProbe(required: requiredMigrations)
-            record(Self.verdict(health, requiredVersion: requiredVersion))
+            var v = Self.verdict(health, requiredVersion: requiredVersion)
+            if v == .ready && !platformsServed {
+                do {
+                    try store.servePlatforms(platforms)
+                    platformsServed = true
+                } catch QueueStoreError.failed(let error) {
+                    v = .platformsNotServed(error: String(error.prefix(300)))
+                }
+            }
+            record(v)
             probed = store
             probedAt = now
-        }
-        if verdict == .ready && !platformsServed {
-            try store.servePlatforms(platforms)
-            platformsServed = true
         }
         return verdict == .ready
     }
@@ -136,6 +148,9 @@ public final class ReadinessGate {
                                            "hint": "run pushfleet migrate with this release's sql/"])
         case .readOnly:
             log.error("worker.not_ready", ["reason": v.reason, "hint": "the server refuses writes; waiting"])
+        case .platformsNotServed(let error):
+            log.error("worker.not_ready", ["reason": v.reason, "error": error,
+                                           "hint": "grant the worker's role INSERT, UPDATE on push_platforms"])
         }
     }
 }

@@ -125,7 +125,6 @@ public final class WebhookDispatcher: @unchecked Sendable {
                     try c.exec("SET synchronous_commit = off")
                     try c.listen("pushfleet_webhooks")
                     connection = c
-                    backoff = 0.2
                     wake = true
                 } catch {
                     nextConnect = Date().addingTimeInterval(backoff)
@@ -156,10 +155,15 @@ public final class WebhookDispatcher: @unchecked Sendable {
                             for delivery in claimed { begin(delivery) }
                         }
                     }
+                    backoff = 0.2   // a round the database served: the next failure starts over
                 } catch {
+                    // Backed off like a failed connect (0.2 s doubling to 5 s): a statement that
+                    // keeps failing on a session that connects (no `pushfleet migrate` yet, a
+                    // privilege missing) is logged at that pace, not every round.
                     connection = nil
-                    log.warn("webhook.db_error", ["error": String(describing: error).prefix(300)])
+                    log.warn("webhook.db_error", ["error": String(describing: error).prefix(300), "retry_in_s": backoff])
                     nextConnect = Date().addingTimeInterval(backoff)
+                    backoff = min(backoff * 2, 5)
                 }
             }
             drainLookups()

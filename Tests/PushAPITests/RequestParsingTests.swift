@@ -109,6 +109,12 @@ final class RequestParsingTests: XCTestCase {
         let web = try DeviceBody.decode(Array(#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"https://e","keys":{"p256dh":"p","auth":"q"}}}"#.utf8))
         XCTAssertEqual(web.request.subscription?.endpoint, "https://e")
         XCTAssertEqual(web.request.subscription?.auth, "q")
+        // `PushSubscription.toJSON()` as a browser gives it: `expirationTime` null or a number (ms).
+        for expiration in ["null", "1764633600000", "1.7646336e12"] {
+            let json = #"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"https://e","expirationTime":"#
+                + expiration + #","keys":{"p256dh":"p","auth":"q"}}}"#
+            XCTAssertEqual(try DeviceBody.decode(Array(json.utf8)).request.subscription?.endpoint, "https://e", expiration)
+        }
 
         let cases: [(String, Int, String?)] = [
             (#"{"app_id":"a","token":"t","platform":"ios","user_id":"u","tokn":"x"}"#, 422, "tokn"),
@@ -120,6 +126,10 @@ final class RequestParsingTests: XCTestCase {
             (#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"e","keys":{"p256dh":"p"}}}"#, 422, "subscription.keys.auth"),
             (#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"e","keys":{"p256dh":"p","auth":"a","x":1}}}"#, 422, "subscription.keys.x"),
             (#"{"app_id":"a","platform":"web","user_id":"u","subscription":"e"}"#, 400, "subscription"),
+            (#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"e","expirationTime":"soon","keys":{"p256dh":"p","auth":"a"}}}"#, 400, "subscription.expirationTime"),
+            (#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"e","expirationTime":{},"keys":{"p256dh":"p","auth":"a"}}}"#, 400, "subscription.expirationTime"),
+            (#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"e","expirationTime":1e400,"keys":{"p256dh":"p","auth":"a"}}}"#, 422, "subscription.expirationTime"),
+            (#"{"app_id":"a","platform":"web","user_id":"u","subscription":{"endpoint":"e","expiration_time":1,"keys":{"p256dh":"p","auth":"a"}}}"#, 422, "subscription.expiration_time"),
             (#"["a"]"#, 400, nil), (#"{"a":1,"a":2}"#, 400, nil), ("{", 400, nil), ("", 400, nil), ("{} x", 400, nil),
         ]
         for (body, status, field) in cases {

@@ -79,3 +79,39 @@ final class ReadinessTests: FleetDBTestCase {
         XCTAssertGreaterThan(metrics.dbErrors.current, 0)
     }
 }
+
+/// A role lacking INSERT, UPDATE on `push_platforms` (sql/0024): the worker's gate says so
+/// (`worker.not_ready reason=PLATFORMS_NOT_SERVED` with the database's refusal, once), never logs
+/// `worker.ready` before the platforms are written, and keeps retrying; once granted, it is ready
+/// and logs `worker.ready` once.
+final class PlatformsPrivilegeReadinessTests: FleetDBTestCase {
+    func testMissingPrivilegeIsNamedOnceThenGrantMakesReady() throws {
+        let role = try PlatformsRestrictedRole(database: database, admin: conn)
+        defer { try? role.drop() }
+        let captured = CapturedLog()
+        let metrics = WorkerMetrics()
+        let worker = try Worker(config: Self.fastConfig(), databaseURL: role.conninfo, router: SimulatorOnlyRouter(),
+                                metrics: metrics, log: captured.log(.info))
+        let done = start(worker)
+        defer {
+            worker.requestStop()
+            _ = done.wait(timeout: .now() + 10)
+        }
+        XCTAssertTrue(waitUntil(timeout: 10) { !captured.events("worker.not_ready").isEmpty })
+        // Several retries (backoff 0.2 s doubling to 5 s) within 3 s.
+        Thread.sleep(forTimeInterval: 3)
+        XCTAssertEqual(metrics.ready.current, 0)
+        XCTAssertEqual(captured.events("worker.ready").count, 0, "not ready before the platforms are written")
+        let notReady = captured.events("worker.not_ready")
+        XCTAssertEqual(notReady.count, 1, "one line per change of state: \(notReady)")
+        XCTAssertEqual(notReady.first?["reason"] as? String, "PLATFORMS_NOT_SERVED")
+        let error = notReady.first?["error"] as? String ?? ""
+        XCTAssertTrue(error.contains("42501") && error.contains("push_platforms"), error)
+        XCTAssertEqual(captured.events("worker.db_error").count, 0, "the refusal is a verdict, not a lost database")
+
+        try role.grantPlatforms()
+        XCTAssertTrue(waitUntil(timeout: 15) { metrics.ready.current == 1 }, "ready once granted")
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertEqual(captured.events("worker.ready").count, 1)
+    }
+}
