@@ -49,6 +49,11 @@ public enum AcceptanceLimits {
     public static let maxCollapseKeyBytes = NotificationContent.maxCollapseKeyBytes
     /// `ttl` seconds (R-SEND-10).
     public static let ttlSeconds = 0...2_419_200
+    /// An app's `preview_window_seconds` (R-IDS-2, issue 24 part 4): 60 s to 28 days. Checked here
+    /// before the value reaches PostgreSQL, whose `int` parameter would refuse a number past
+    /// 2^31 - 1 as a data error, not as this field's bound (`push_app_set_preview` keeps the same
+    /// bound for its direct callers).
+    public static let previewWindowSeconds = 60...2_419_200
     /// How far before the acceptance `send_at` may lie (an earlier one is a client's mistake).
     public static let sendAtEarliest: TimeInterval = 30 * 86_400
     /// How far after the acceptance `send_at` may lie.

@@ -243,6 +243,7 @@ public final class AcceptanceService {
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
         let contentMode = try AppValidation.contentMode(request.contentMode)
+        try AppValidation.previewWindow(request.previewWindowSeconds)
         let store = AppStore(connection: try connection())
         return try Self.stored {
             try store.appCreate(name: request.name, requireEncryption: request.requireEncryption,
@@ -265,6 +266,7 @@ public final class AcceptanceService {
                                 placeholderBody: request.placeholderBody, placeholderTitleLocKey: request.placeholderTitleLocKey,
                                 placeholderBodyLocKey: request.placeholderBodyLocKey)
         let contentMode = try AppValidation.contentMode(request.contentMode)
+        try AppValidation.previewWindow(request.previewWindowSeconds)
         let conn = try connection()
         func update(_ c: PGConnection) throws -> PushApp? {
             try Self.stored({
@@ -332,6 +334,13 @@ enum AppValidation {
         try SendValidation.clearField(placeholderBody, "placeholder_body", max: AcceptanceLimits.maxPlaceholderBodyBytes)
         try SendValidation.clearField(placeholderTitleLocKey, "placeholder_title_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
         try SendValidation.clearField(placeholderBodyLocKey, "placeholder_body_loc_key", max: AcceptanceLimits.maxPlaceholderLocKeyBytes)
+    }
+
+    /// `preview_window_seconds` as sent: nil or within `AcceptanceLimits.previewWindowSeconds`, else
+    /// `VALIDATION_ERROR` naming the field (the words of `push_app_set_preview`'s refusal).
+    static func previewWindow(_ seconds: Int?) throws {
+        guard let seconds, !AcceptanceLimits.previewWindowSeconds.contains(seconds) else { return }
+        throw AcceptanceError.invalid("preview_window_seconds", "must be 60 to 2419200 seconds (28 days)")
     }
 
     /// `content_mode` as sent (R-IDS-1): nil, `sealed` or `ids_only`, else `VALIDATION_ERROR`.

@@ -7,6 +7,28 @@ import PushWorker
 /// The preview window of `ids_only` content (issue 24 part 4): written when the send time comes,
 /// never past the TTL, and the content erased once it is over, like any other content after it.
 final class PreviewWindowTests: PreviewTestCase {
+    /// R-LIM-1: `preview_window_seconds` past its bound is a 422 naming the field, on create and on
+    /// update, never a 500: a number past PostgreSQL's `int` (2^31 - 1) used to reach
+    /// `push_app_set_preview` and fail there as a data error (found by schemathesis in CI). The bounds
+    /// themselves are accepted, and a refused update changes nothing.
+    func testAPreviewWindowPastItsBoundIsAValidationErrorNeverAServerError() throws {
+        for bad in ["60040519485336", "2147483648", "2419201", "59", "0", "-1"] {
+            let r = try call("PATCH", "/v1/push/apps/\(appID)", key: testKey, json: "{\"preview_window_seconds\":\(bad)}")
+            XCTAssertEqual(r.status, 422, "\(bad): \(r.text)")
+            XCTAssertEqual(r.errorField, "preview_window_seconds", bad)
+            let created = try call("POST", "/v1/push/apps", key: testKey, json: "{\"name\":\"w\",\"preview_window_seconds\":\(bad)}")
+            XCTAssertEqual(created.status, 422, "\(bad): \(created.text)")
+            XCTAssertEqual(created.errorField, "preview_window_seconds", bad)
+        }
+        let app = try call("GET", "/v1/push/apps/\(appID)", key: testKey)
+        XCTAssertEqual(app.json["preview_window_seconds"] as? Int, 259_200, "the refused updates changed nothing")
+        for good in [60, 2_419_200] {
+            let r = try call("PATCH", "/v1/push/apps/\(appID)", key: testKey, json: "{\"preview_window_seconds\":\(good)}")
+            XCTAssertEqual(r.status, 200, r.text)
+            XCTAssertEqual(r.json["preview_window_seconds"] as? Int, good)
+        }
+    }
+
     /// `push_preview_until` sets the window end at the send time for an ids_only notification only:
     /// least(started_at + the app's window, expires_at). The content mode column is sql/0019's
     /// (issue 24 part 1); where this branch runs without it, the test adds it inside a transaction
