@@ -42,8 +42,11 @@ extension BenchCommands {
         let client = try FCMClient.make(account: account, configuration: config)
         try sweep(args, out, provider: client, connections: { client.http.connectionsOpened }) { i in
             let token = String(format: "%0152x", i)
-            let body = #"{"message":{"token":"\#(token)","data":{"hk":"x","order":"1234"},"android":{"priority":"high","ttl":"3600s"}}}"#
-            return ProviderRequest(deliveryId: Int64(i), deviceToken: token, payload: Array(body.utf8), apnsId: "")
+            // The product's own writer, so the body is what the worker sends (`"priority":"HIGH"`), which the
+            // strict fake checks (a hand-written `"high"` was refused 400 and the phase measured nothing).
+            let message = FCMMessage(token: token, data: [.init("hk", "x"), .init("order", "1234")], priority: .high)
+            return ProviderRequest(deliveryId: Int64(i), deviceToken: token, payload: message.requestBody(ttlSeconds: 3600),
+                                   apnsId: "")
         }
     }
 
