@@ -148,7 +148,7 @@ final class WorkerProcess {
     /// Starts `executable arguments` with `environment` (plus a minimal PATH).
     static func start(_ executable: String, _ arguments: [String], environment: [String: String], name: String) throws -> WorkerProcess {
         let path = NSTemporaryDirectory() + "pushfleet-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)   // FileHandle(forWritingTo:) below throws if it failed
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments

@@ -49,11 +49,8 @@ final class RetryStateTests: WorkerTestCase {
         router.onSend = { [unowned self] _ in
             guard !removed else { return }
             removed = true
-            do {
-                XCTAssertEqual(try self.removeKey(app, user: "u1", platform: "ios", token: "test_unavailable"), device)
-            } catch {
-                XCTFail("key removal failed: \(error)")
-            }
+            let removal = Result { try self.removeKey(app, user: "u1", platform: "ios", token: "test_unavailable") }
+            XCTAssertEqual(try? removal.get(), device, "key removal: \(removal)")
         }
         try drain(try makeWorker(router))
 

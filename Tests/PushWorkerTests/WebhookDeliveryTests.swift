@@ -140,7 +140,7 @@ final class WebhookDeliveryTests: WebhookDispatchTestCase {
         XCTAssertEqual(after.pending, 0)
         XCTAssertEqual(metrics.disabledTotal.value(["ENDPOINT_GONE"]), 1)
         XCTAssertTrue(metrics.render().contains("pushfleet_webhook_endpoints_disabled_total{reason=\"ENDPOINT_GONE\"} 1"))
-        XCTAssertTrue(try waitUntil(3) { metrics.render().contains("pushfleet_webhook_endpoints_disabled{reason=\"ENDPOINT_GONE\"} 1") },
+        XCTAssertTrue(waitUntil(3) { metrics.render().contains("pushfleet_webhook_endpoints_disabled{reason=\"ENDPOINT_GONE\"} 1") },
                       "the database gauge shows it")
         XCTAssertEqual(try int("SELECT count(*)::int FROM push_events WHERE delivered_at IS NULL"), 0, "events finished")
     }

@@ -133,7 +133,7 @@ final class WebhookEndpointHealthTests: WebhookDispatchTestCase {
         func age(_ text: String) -> Double? {
             text.split(separator: "\n").first { $0.hasPrefix(youngAge) }.flatMap { Double($0.dropFirst(youngAge.count)) }
         }
-        XCTAssertTrue(try waitUntil(3) {
+        XCTAssertTrue(waitUntil(3) {
             metrics.render().contains("pushfleet_webhook_endpoints_disabled{reason=\"FAILING\"} 1") && age(metrics.render()) != nil
         }, metrics.render())
         let text = metrics.render()
