@@ -1,5 +1,6 @@
 #include "CPushShims.h"
 #include <string.h>
+#include <strings.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -70,11 +71,44 @@ int cpush_socket_set_cork(cpush_socket_set *set, int on) {
 
 int cpush_socket_set_count(const cpush_socket_set *set) { return set->count; }
 
+/* MHD's messages that say only that the peer went away before or while sending a request: what a
+ * TCP health check or a client that gives up does, normal for a server (nginx logs "client closed
+ * connection while waiting for request" at info). Prefixes of libmicrohttpd 0.9.75's format strings. */
+static const char *const cpush_mhd_peer_messages[] = {
+    "Connection socket is closed when reading request",
+    "Connection was closed by remote side",
+    "The connection was forcibly closed by remote peer",
+};
+
+int cpush_mhd_log_level(const char *fmt) {
+    if (fmt == NULL) return 2;
+    for (size_t i = 0; i < sizeof cpush_mhd_peer_messages / sizeof cpush_mhd_peer_messages[0]; i++) {
+        const char *p = cpush_mhd_peer_messages[i];
+        if (strncmp(fmt, p, strlen(p)) == 0) return 0;
+    }
+    return 2;
+}
+
+/* The process's PUSHFLEET_LOG_LEVEL as Log.swift reads it (debug 0, info 1 (default), warn 2, error 3). */
+static int cpush_log_minimum = -1;
+static pthread_once_t cpush_log_minimum_once = PTHREAD_ONCE_INIT;
+static void cpush_read_log_minimum(void) {
+    const char *v = getenv("PUSHFLEET_LOG_LEVEL");
+    cpush_log_minimum = v == NULL ? 1
+        : strcasecmp(v, "debug") == 0 ? 0
+        : (strcasecmp(v, "warn") == 0 || strcasecmp(v, "warning") == 0) ? 2
+        : strcasecmp(v, "error") == 0 ? 3 : 1;
+}
+
 /* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
  * ("Server reached connection limit...", a malformed request) as the event named by cls (a C
- * string; NULL: metrics.http), the text escaped for JSON and cut to 400 bytes. A request's content
- * never reaches these messages. */
+ * string; NULL: metrics.http), the text escaped for JSON and cut to 400 bytes, at warn, except a
+ * peer's going away (cpush_mhd_log_level), at debug. A request's content never reaches these
+ * messages. */
 void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
+    int level = cpush_mhd_log_level(fmt);
+    pthread_once(&cpush_log_minimum_once, cpush_read_log_minimum);
+    if (level < cpush_log_minimum) return;
     const char *event = cls == NULL ? "metrics.http" : (const char *)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -84,9 +118,9 @@ void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
     gmtime_r(&now.tv_sec, &parts);
     char line[1200];
     int n = snprintf(line, sizeof line,
-                     "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"warn\",\"event\":\"%s\",\"message\":\"",
+                     "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\",\"message\":\"",
                      parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
-                     parts.tm_sec, now.tv_nsec / 1000000, event);
+                     parts.tm_sec, now.tv_nsec / 1000000, level == 0 ? "debug" : "warn", event);
     if (n < 0) return;
     size_t len = (size_t)n;
     for (size_t i = 0; msg[i] != '\0' && i < 400 && len + 8 < sizeof line; i++) {

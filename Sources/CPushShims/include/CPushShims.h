@@ -63,5 +63,10 @@ uint16_t cpush_mhd_bound_port(struct cpush_mhd_server *server);
 /// C string `cls` (NULL: metrics.http).
 void cpush_mhd_log(void *cls, const char *fmt, va_list ap);
 
+/// The level cpush_mhd_log writes MHD's format string `fmt` at: 0 (debug) for a peer that went away
+/// before or while sending a request (a TCP health check, a client giving up), 2 (warn) otherwise.
+/// Lines below the process's PUSHFLEET_LOG_LEVEL (default info) are not written.
+int cpush_mhd_log_level(const char *fmt);
+
 #include "CPushHTTP.h"
 #endif
