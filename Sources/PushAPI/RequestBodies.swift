@@ -231,7 +231,7 @@ struct ListQuery {
                 q.limit = n
             case "starting_after": q.startingAfter = value
             default:
-                guard allowed.contains(item.name) else { throw APIError.validation("unknown query argument \(name)", field: name) }
+                guard allowed.contains(item.name) else { throw APIError.unknownQueryArgument(item.name) }
                 q.filters[item.name] = value
             }
         }
