@@ -77,6 +77,14 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         APIError(status: 422, code: ErrorCode.validationError.rawValue, message: message, field: field)
     }
 
+    /// 422: a query argument the route does not take, named by its first 64 characters in the
+    /// message (`unknown query argument NAME`) and the field; the one refusal of every route
+    /// (`RequestShape`, the lists, usage, user erasure).
+    public static func unknownQueryArgument(_ name: String) -> APIError {
+        let shown = String(name.prefix(64))
+        return validation("unknown query argument \(shown)", field: shown)
+    }
+
     /// 429 with `Retry-After` (whole seconds, at least 1); `message` says whose rate (a key's by default).
     public static func rateLimited(retryAfterSeconds: Double,
                                    message: String = "this key's request rate is over its limit") -> APIError {

@@ -54,7 +54,7 @@ extension APIRoutes {
         for item in request.query {
             let name = String(item.name.prefix(64))
             guard item.validUTF8 else { throw APIError.invalidRequest("\(name) is not valid UTF-8 (after percent-decoding)", field: name) }
-            guard ["app_id", "from", "to", "starting_after"].contains(item.name) else { throw APIError.validation("unknown query argument \(name)", field: name) }
+            guard ["app_id", "from", "to", "starting_after"].contains(item.name) else { throw APIError.unknownQueryArgument(item.name) }
             guard seen.insert(item.name).inserted else { throw APIError.validation("\(name) is given twice", field: name) }
             guard let value = item.value else { throw APIError.validation("\(name) needs a value", field: name) }
             filters[item.name] = value
@@ -94,9 +94,7 @@ extension APIRoutes {
     func eraseUser(_ raw: String?) throws -> HTTPResponse {
         var appText: String?
         for item in request.query {
-            guard item.name == "app_id" else {
-                throw APIError.validation("unknown query argument \(item.name.prefix(64))", field: String(item.name.prefix(64)))
-            }
+            guard item.name == "app_id" else { throw APIError.unknownQueryArgument(item.name) }
             guard appText == nil else { throw APIError.validation("app_id is given twice", field: "app_id") }
             appText = item.value
         }

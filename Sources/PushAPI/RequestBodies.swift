@@ -110,18 +110,21 @@ public struct NotificationBody: Sendable {
 
     /// Reads the body (`data` kept as compact JSON text in the client's key order, R-ENC-9;
     /// `send_at` RFC 3339 with an offset; the kind fields of R-KIND-1..3, `critical_sound` as
-    /// `{"name", "volume"}`; `audience` `all` with optional `platforms` instead of `user_ids`).
+    /// `{"name", "volume"}`; `audience` `all` with optional `platforms` instead of `user_ids`, or
+    /// `users`, the same as absent).
     /// - Throws: `APIError` 400 / 422.
     public static func decode(_ body: [UInt8]) throws -> NotificationBody {
         var f = try JSONFields.parseBody(body)
         let appID = try f.requiredString("app_id")
-        // `audience: "all"` (issue 22) instead of `user_ids`; its rules are the acceptance service's.
+        // `audience: "all"` (issue 22) instead of `user_ids` (`"users"`, as answers say, is the same as
+        // absent); its rules, and the refusal of `platforms` without it, are the acceptance service's.
         let audience = try f.string("audience")
         let users = try f.strings("user_ids")
-        if users == nil && audience == nil { throw f.missing("user_ids") }
+        let platforms = try f.strings("platforms")
         var r = SendRequest(appID: placeholderID, mode: .test, userIDs: users ?? [])
         r.audience = audience
-        r.platforms = try f.strings("platforms")
+        r.platforms = platforms
+        if users == nil && r.wholeAppAudience == nil && platforms == nil { throw f.missing("user_ids") }
         let devices = try f.strings("device_ids")
         r.title = try f.string("title")
         r.body = try f.string("body")
@@ -231,7 +234,7 @@ struct ListQuery {
                 q.limit = n
             case "starting_after": q.startingAfter = value
             default:
-                guard allowed.contains(item.name) else { throw APIError.validation("unknown query argument \(name)", field: name) }
+                guard allowed.contains(item.name) else { throw APIError.unknownQueryArgument(item.name) }
                 q.filters[item.name] = value
             }
         }

@@ -16,10 +16,7 @@ enum RequestShape {
         if !takesBody, !request.body.isEmpty {
             throw APIError.invalidRequest("\(request.method.prefix(16)) \(template) takes no body")
         }
-        if !takesQuery, let item = request.query.first {
-            let name = String(item.name.prefix(64))
-            throw APIError.validation("unknown query argument \(name)", field: name)
-        }
+        if !takesQuery, let item = request.query.first { throw APIError.unknownQueryArgument(item.name) }
     }
 }
 

@@ -103,7 +103,7 @@ public final class AcceptanceService {
         let floor = planner.contentFloorCheck
         if !floor.fits { throw AcceptanceError.tooLarge(floor) }
         // A whole-app audience is known only at its send time: measure any device it may hold.
-        let devices = request.audience != nil ? planner.anyDeviceOf(platforms: request.platforms?.map(Platform.init(rawValue:)))
+        let devices = request.wholeAppAudience != nil ? planner.anyDeviceOf(platforms: request.platforms?.map(Platform.init(rawValue:)))
             : preview.audience.map {
                 DeviceSnapshot(platform: Platform(rawValue: $0.platform), token: $0.address,
                                apnsEnvironment: $0.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)),

@@ -41,9 +41,16 @@ public struct SendRequest: Sendable, Equatable {
     public var mode: Mode
     /// The users addressed (field `user_ids`), 1 to 1,000; none with a whole-app audience.
     public var userIDs: [String]
-    /// Field `audience`: nil = the users of `userIDs`; `all` = every active device of the app in
-    /// the request's mode at the send time (issue 22; R-SEND-1 at the send time).
+    /// Field `audience`: nil or `users` (the word answers use, `usersAudience`) = the users of
+    /// `userIDs`; `all` = every active device of the app in the request's mode at the send time
+    /// (issue 22; R-SEND-1 at the send time).
     public var audience: String?
+    /// The `audience` value naming the users of `user_ids`, as notification answers say it:
+    /// accepted in a request as meaning the field is absent.
+    public static let usersAudience = "users"
+    /// `audience` with `users` read as absent: nil (the users of `userIDs`), or the value given
+    /// for any other audience (`all`; anything else is refused by the service).
+    public var wholeAppAudience: String? { audience == Self.usersAudience ? nil : audience }
     /// Field `platforms`: narrows a whole-app audience to these platforms (distinct, among those
     /// the service's provider table serves); nil = every platform.
     public var platforms: [String]?

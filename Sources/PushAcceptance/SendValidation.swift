@@ -88,7 +88,7 @@ enum SendValidation {
     static func storageRequest(_ r: SendRequest, data: String?) -> EnqueueRequest {
         var q = EnqueueRequest(appID: r.appID, mode: r.mode.rawValue, userIDs: r.userIDs)
         q.deviceIDs = r.deviceIDs
-        q.audience = r.audience
+        q.audience = r.wholeAppAudience
         q.audiencePlatforms = r.platforms
         q.title = r.title
         q.body = r.body
@@ -118,19 +118,22 @@ enum SendValidation {
         return q
     }
 
-    /// The audience (R-SEND-1, issue 22): the users of `user_ids`, or `audience: all` (every active
-    /// device of the app in the mode at the send time) with no `user_ids` and no `device_ids`,
-    /// optionally narrowed to distinct `platforms` among those `served` (the provider table's).
+    /// The audience (R-SEND-1, issue 22): the users of `user_ids` (`audience` absent or `users`), or
+    /// `audience: all` (every active device of the app in the mode at the send time) with no
+    /// `user_ids` and no `device_ids`, optionally narrowed to distinct `platforms` among those
+    /// `served` (the provider table's).
     static func checkAudience(_ r: SendRequest, platforms served: Set<Platform>) throws {
-        guard let audience = r.audience else {
+        guard let audience = r.wholeAppAudience else {
             if r.platforms != nil {
-                throw AcceptanceError.invalid("platforms", "only a whole-app audience (audience all) is narrowed by platform")
+                throw AcceptanceError.invalid("platforms", "narrows only a whole-app audience: give audience all with it, "
+                                              + "or leave platforms out to address the users of user_ids")
             }
             try checkUsers(r.userIDs)
             return
         }
         guard audience == "all" else {
-            throw AcceptanceError.invalid("audience", "must be all (every active device of the app in its mode) or absent")
+            throw AcceptanceError.invalid("audience", "must be all (every active device of the app in its mode), "
+                                          + "\(SendRequest.usersAudience) (the users of user_ids, as when absent) or absent")
         }
         guard r.userIDs.isEmpty, r.deviceIDs == nil else {
             throw AcceptanceError.invalid("audience", "a whole-app audience takes no user_ids and no device_ids")

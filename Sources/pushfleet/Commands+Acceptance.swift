@@ -125,14 +125,13 @@ extension Commands {
         guard let app = try args.uuid("app") else { throw CLIError.usage("--app is required") }
         let mode = try self.mode(args)
         let users = args.values("user")
-        let audience = args.value("audience")
-        guard !users.isEmpty || audience != nil else {
-            throw CLIError.usage("--user is required (repeat it for several users), or --audience all")
-        }
         var q = SendRequest(appID: app, mode: mode, userIDs: users)
-        q.audience = audience
+        q.audience = args.value("audience")   // `users` is the same as absent; the service judges the rest
         let platforms = args.values("platform")
         q.platforms = platforms.isEmpty ? nil : platforms
+        guard !users.isEmpty || q.wholeAppAudience != nil || q.platforms != nil else {
+            throw CLIError.usage("--user is required (repeat it for several users; --audience users is the same), or --audience all")
+        }
         let devices = try args.values("device").map { text -> UUID in
             guard let u = PrefixedID.parseLenient(text, as: .device) else { throw CLIError.usage("--device must be a device id (pdev_... or a UUID)") }
             return u

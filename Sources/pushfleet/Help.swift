@@ -127,8 +127,9 @@ enum Help {
       notification, R-SEND-6, R-SMS-1) needs an E.164 phone (+ and 8 to 15 digits) and 1 to 1600 characters
       of text; its segment count (GSM-7 or UCS-2) is printed on stderr, or in --json.
       --audience all addresses every active device of the app in the mode at the send time (registered
-      by then; --platform narrows it), split into batches as it is sent and charged then, batch by
-      batch (R-KIND-5); its size check measures any device of those platforms.
+      by then; --platform narrows it, and only it), split into batches as it is sent and charged then,
+      batch by batch (R-KIND-5); its size check measures any device of those platforms. --audience users
+      (what `notifications show` says of the other kind) is the same as leaving it out: the --user ids.
     """
 
     static let notifications = """

@@ -75,6 +75,43 @@ final class APIRoundTripTests: APITestCase {
         XCTAssertTrue(reused.text.contains("notification \(id) "), reused.text)
     }
 
+    /// `"audience": "users"`, what a notification answer says of a user list, is taken back in a
+    /// request as that audience (the same as leaving it out): sent as the user list, answered
+    /// `"audience": "users"`, replayed by the same body without it; without `user_ids` it is
+    /// refused as absence is; `platforms` without `audience: all` is refused naming `platforms`,
+    /// saying what is wrong, not as a missing `user_ids`. Nothing refused is written.
+    func testAudienceUsersIsTheUserListAndPlatformsWithoutAllSayWhy() throws {
+        try register(token: "aud_device")
+        let body = #"{"app_id":"\#(appID)","audience":"users","user_ids":["user_1042"],"title":"t"}"#
+        let created = try call("POST", "/v1/push/notifications", key: testKey, json: body, headers: [("Idempotency-Key", "k-aud")])
+        XCTAssertEqual(created.status, 201, created.text)
+        XCTAssertEqual(created.json["audience"] as? String, "users")
+        XCTAssertEqual(created.json["user_count"] as? Int, 1)
+        let id = try XCTUnwrap(created.json["id"] as? String)
+        let shown = try call("GET", "/v1/push/notifications/\(id)", key: testKey)
+        XCTAssertEqual(shown.json["audience"] as? String, "users")
+        let replay = try call("POST", "/v1/push/notifications", key: testKey,
+                              json: #"{"app_id":"\#(appID)","user_ids":["user_1042"],"title":"t"}"#, headers: [("Idempotency-Key", "k-aud")])
+        XCTAssertEqual(replay.status, 200, "the same notification with the field left out: \(replay.text)")
+        XCTAssertEqual(replay.json["id"] as? String, id)
+        let before = try count("push_notifications")
+        let noUsers = try call("POST", "/v1/push/notifications", key: testKey, json: #"{"app_id":"\#(appID)","audience":"users","title":"t"}"#)
+        XCTAssertEqual(noUsers.status, 422, noUsers.text)
+        XCTAssertEqual(noUsers.errorField, "user_ids")
+        for json in [#"{"app_id":"\#(appID)","platforms":["ios"],"title":"t"}"#,
+                     #"{"app_id":"\#(appID)","audience":"users","user_ids":["user_1042"],"platforms":["ios"],"title":"t"}"#] {
+            let r = try call("POST", "/v1/push/notifications", key: testKey, json: json)
+            XCTAssertEqual(r.status, 422, r.text)
+            XCTAssertEqual(r.errorField, "platforms", r.text)
+            XCTAssertTrue(r.text.contains("narrows only a whole-app audience: give audience all with it"), r.text)
+        }
+        let unknown = try call("POST", "/v1/push/notifications", key: testKey,
+                               json: #"{"app_id":"\#(appID)","audience":"everyone","user_ids":["user_1042"],"title":"t"}"#)
+        XCTAssertEqual(unknown.errorField, "audience", unknown.text)
+        XCTAssertTrue(unknown.text.contains("must be all (every active device of the app in its mode), users"), unknown.text)
+        XCTAssertEqual(try count("push_notifications"), before, "a refused request wrote something")
+    }
+
     /// Cancel takes no body: none or `{}` is fine, a member is refused like any unknown field (so
     /// nobody believes `{"reason": ...}` was kept), malformed JSON is 400, and nothing is cancelled.
     func testCancelRefusesABodyWithMembers() throws {

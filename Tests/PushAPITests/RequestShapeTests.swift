@@ -63,4 +63,26 @@ final class RequestShapeTests: APITestCase {
         }
         XCTAssertEqual(Set(answers).count, 1, "the refusals depend on neither token nor notification: \(answers)")
     }
+
+    /// The four places that refuse an unknown query argument (`RequestShape` for the routes that take
+    /// none, the lists' reader, usage, user erasure) give one answer, `APIError.unknownQueryArgument`:
+    /// 422 `VALIDATION_ERROR` "unknown query argument NAME" with the field NAME, a long name cut to
+    /// its first 64 characters in both.
+    func testAnUnknownQueryArgumentIsOneRefusalOnEveryRoute() throws {
+        let long = String(repeating: "q", count: 70)
+        let expected = APIError.unknownQueryArgument(long)
+        XCTAssertEqual(expected.status, 422)
+        XCTAssertEqual(expected.code, "VALIDATION_ERROR")
+        XCTAssertEqual(expected.message, "unknown query argument " + String(repeating: "q", count: 64))
+        XCTAssertEqual(expected.field, String(repeating: "q", count: 64))
+        let routes = [("GET", "/v1/push/apps/\(appID)?\(long)=1"), ("GET", "/v1/push/devices?\(long)=1"),
+                      ("GET", "/v1/push/usage?\(long)=1"), ("DELETE", "/v1/push/users/u1?\(long)=1&app_id=\(appID)")]
+        for (method, path) in routes {
+            let r = try call(method, path, key: testKey)
+            XCTAssertEqual(r.status, expected.status, "\(method) \(path): \(r.text)")
+            XCTAssertEqual(r.errorCode, expected.code, r.text)
+            XCTAssertEqual((r.json["error"] as? [String: Any])?["message"] as? String, expected.message, r.text)
+            XCTAssertEqual(r.errorField, expected.field, r.text)
+        }
+    }
 }

@@ -160,4 +160,44 @@ final class SendAcceptanceTests: AcceptanceTestCase {
         XCTAssertEqual(try conn.exec("SELECT status FROM push_notifications WHERE id = $1", [.uuid(n)]).string(0, 0), "cancelled")
         assertRefused(.notCancellable) { try service.cancelNotification(id: n) }
     }
+
+    /// `audience: "users"` (what notification answers say of a user list) is that audience, the same
+    /// as no audience: stored and charged as the users of `user_ids` (the stored audience is the
+    /// user list's), a replay without the field answers it; an unknown audience's refusal lists the
+    /// accepted values; `platforms` without `audience: all` says that it narrows only that audience.
+    func testAudienceUsersIsTheUserListAndAudienceRefusalsSayWhatIsAccepted() throws {
+        let app = try makeApp()
+        try device(app, user: "alice", platform: "ios")
+        let first = try service.send(request(app, key: "k-users") { $0.audience = "users" })
+        XCTAssertTrue(first.created)
+        XCTAssertEqual(try count("SELECT count(*)::int FROM push_ledger WHERE notification_id = $1 AND kind = 'charge'",
+                                 [.uuid(first.notificationID)]), 1, "charged at acceptance, as a user list is")
+        XCTAssertEqual(try count("SELECT count(*)::int FROM push_notifications WHERE id = $1 AND audience IS NULL",
+                                 [.uuid(first.notificationID)]), 1, "stored as the user list")
+        let replay = try service.send(request(app, key: "k-users"))
+        XCTAssertFalse(replay.created)
+        XCTAssertEqual(replay.notificationID, first.notificationID)
+
+        func message(_ configure: (inout SendRequest) -> Void) -> (field: String?, message: String)? {
+            do {
+                _ = try service.send(request(app, configure))
+                return nil
+            } catch let e as AcceptanceError {
+                return (e.field, e.message)
+            } catch {
+                return ("unexpected", "\(error)")
+            }
+        }
+        let unknown = message { $0.audience = "everyone" }
+        XCTAssertEqual(unknown?.field, "audience")
+        XCTAssertEqual(unknown?.message, "audience: must be all (every active device of the app in its mode), "
+                       + "users (the users of user_ids, as when absent) or absent")
+        for audience in [nil, "users"] {
+            let narrowed = message { $0.audience = audience; $0.platforms = ["ios"] }
+            XCTAssertEqual(narrowed?.field, "platforms")
+            XCTAssertEqual(narrowed?.message, "platforms: narrows only a whole-app audience: give audience all with it, "
+                           + "or leave platforms out to address the users of user_ids")
+        }
+        XCTAssertEqual(try count("SELECT count(*)::int FROM push_notifications"), 1, "nothing refused was written")
+    }
 }

@@ -188,6 +188,31 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
         XCTAssertEqual(other.error?["field"] as? String, "idempotency_key")
     }
 
+    /// `send --audience users` (the word `notifications show` uses for a user list) is the user list,
+    /// the same as leaving it out: sent, and replayed by the same command without it; without
+    /// `--user` it is the usage refusal a send without users gets; `--platform` without `--audience
+    /// all` is refused naming `platforms`, saying it narrows only that audience.
+    func testSendAudienceUsersIsTheUserList() throws {
+        let app = try createApp()
+        try register(app, user: "u")
+        let base = ["send", "--app", app.uuidString, "--mode", "test", "--title", "t", "--json"]
+        let args = base + ["--user", "u", "--idempotency-key", "k-users"]
+        let first = try CLIRun.run(args + ["--audience", "users"], database: database.conninfo)
+        XCTAssertEqual(first.answer?["created"] as? Bool, true, first.output)
+        let again = try CLIRun.run(args, database: database.conninfo)
+        XCTAssertEqual(again.answer?["created"] as? Bool, false, again.output)
+        XCTAssertEqual(again.answer?["notification_id"] as? String, first.answer?["notification_id"] as? String)
+        let noUsers = try CLIRun.run(base + ["--audience", "users"], database: database.conninfo)
+        XCTAssertEqual(noUsers.status, 64, noUsers.output)
+        XCTAssertTrue(noUsers.output.contains("--user is required"), noUsers.output)
+        for extra in [["--platform", "ios"], ["--user", "u", "--platform", "ios"]] {
+            let narrowed = try CLIRun.run(base + extra, database: database.conninfo)
+            XCTAssertEqual(narrowed.error?["field"] as? String, "platforms", narrowed.output)
+            XCTAssertTrue((narrowed.error?["message"] as? String)?.contains("narrows only a whole-app audience") == true,
+                          narrowed.output)
+        }
+    }
+
     /// `notifications show --json` names the notification, its app and its devices by prefixed id
     /// (R-API-4: the CLI's output uses them, as the API does) and rewrites nothing else: an
     /// upper-case UUID-shaped title stays as sent in the stored payload bytes it shows.

@@ -25,17 +25,8 @@ final class ExtraProviderPGTests: WorkerTestCase {
 
     var conn: PGConnection { (world as! PGWorld).conn }
 
-    /// The descriptor, as a provider's own file would declare it (the memory test's parts).
-    func pigeon() -> ProviderDescriptor {
-        let clients = self.clients
-        return ProviderDescriptor(platform: "pigeon", addressing: .token(apnsEnvironment: false),
-                                  credentials: ExtraProviderTests.PigeonCredentialRules(), label: ProviderKind(rawValue: "pigeon"),
-                                  payload: ExtraProviderTests.PigeonWriter(), answers: ExtraProviderTests.PigeonRules()) { set, _ in
-            let client = ExtraProviderTests.PigeonClient(loft: set.identifiers["loft"] ?? "")
-            clients.update { $0.append(client) }
-            return client
-        }
-    }
+    /// The descriptor the memory test declares, its clients recorded here.
+    func pigeon() -> ProviderDescriptor { ExtraProviderTests.pigeon(recordingInto: clients) }
 
     private func service(_ table: ProviderTable) -> AcceptanceService {
         let s = AcceptanceService(connection: conn)
@@ -126,21 +117,7 @@ final class ExtraProviderPGTests: WorkerTestCase {
         let w = try worker(table, metrics: metrics)
         try drain(w)
 
-        let requests: [ProviderRequest] = clients.value.flatMap { (c: ExtraProviderTests.PigeonClient) in c.lock.withLock { c.requests } }
-        XCTAssertEqual(Set(requests.map(\.deviceToken)), ["bird-1", "bird-2", "gone-3"], "its client got every push")
-        let rows = try deliveries(n)
-        XCTAssertEqual(rows[sealed]?.status, "sent")
-        XCTAssertEqual(rows[sealed]?.encrypted, true, "its writer sealed to the device key")
-        XCTAssertEqual(rows[sealed]?.providerMessageID?.hasPrefix("north-"), true, "built from the stored set's identifiers")
-        let sealedBody = try XCTUnwrap(requests.first { $0.deviceToken == "bird-1" }?.payload)
-        XCTAssertFalse(String(decoding: sealedBody, as: UTF8.self).contains("Coo"), "no content in clear")
-        XCTAssertEqual(requests.first { $0.deviceToken == "bird-2" }?.payload, Array(#"{"msg":"Coo"}"#.utf8))
-        XCTAssertEqual(rows[plain]?.status, "sent")
-        XCTAssertEqual(rows[gone]?.errorCode, "UNREGISTERED", "its answer rules: 404 Flown")
-        XCTAssertEqual(try world.device(gone).active, false)
-        XCTAssertEqual(try notification(n).deviceCount, 3)
-        try assertLedgerInvariants(n)
-        XCTAssertEqual(metrics.deliveries.value(["pigeon", "sent", ""]), 2, "its metric label")
+        try assertPigeonDelivered(n, clients: clients.value, sealed: (sealed, key), plain: plain, gone: gone, metrics: metrics)
 
         // A whole-app audience narrowed to it (push_enqueue's bound, push_split_audience's charges).
         var all = SendRequest(appID: app, mode: .live, userIDs: [])

@@ -79,17 +79,18 @@ final class ExtraProviderTests: WorkerTestCase {
 
     let clients = LockedBox<[PigeonClient]>([])
 
-    /// The descriptor, as a provider's own file would declare it.
-    func pigeon() -> ProviderDescriptor {
-        let clients = self.clients
-        return ProviderDescriptor(platform: "pigeon", addressing: .token(apnsEnvironment: false),
-                                  credentials: PigeonCredentialRules(), label: ProviderKind(rawValue: "pigeon"),
-                                  payload: PigeonWriter(), answers: PigeonRules()) { set, _ in
+    /// The descriptor, as a provider's own file would declare it; each client it builds is added to `clients`.
+    static func pigeon(recordingInto clients: LockedBox<[PigeonClient]>) -> ProviderDescriptor {
+        ProviderDescriptor(platform: "pigeon", addressing: .token(apnsEnvironment: false),
+                           credentials: PigeonCredentialRules(), label: ProviderKind(rawValue: "pigeon"),
+                           payload: PigeonWriter(), answers: PigeonRules()) { set, _ in
             let client = PigeonClient(loft: set.identifiers["loft"] ?? "")
             clients.update { $0.append(client) }
             return client
         }
     }
+
+    func pigeon() -> ProviderDescriptor { Self.pigeon(recordingInto: clients) }
 
     private func registerPigeon(_ app: UUID, table: ProviderTable, user: String, token: String,
                                 key: P256PrivateKey? = nil) throws -> UUID {
@@ -126,25 +127,7 @@ final class ExtraProviderTests: WorkerTestCase {
         let metrics = WorkerMetrics()
         try drain(try worker(table, metrics: metrics))
 
-        let requests: [ProviderRequest] = clients.value.flatMap { (c: PigeonClient) in c.lock.withLock { c.requests } }
-        XCTAssertEqual(Set(requests.map(\.deviceToken)), ["bird-1", "bird-2", "gone-3"], "its client got every push")
-        let rows = try deliveries(n)
-        XCTAssertEqual(rows[sealed]?.status, "sent")
-        XCTAssertEqual(rows[sealed]?.encrypted, true)
-        XCTAssertEqual(rows[sealed]?.providerMessageID?.hasPrefix("north-"), true, "built from the set's identifiers")
-        let sealedBody = try XCTUnwrap(requests.first { $0.deviceToken == "bird-1" }?.payload)
-        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(sealedBody)) as? [String: Any])
-        let envelope = object["e"] as? [String: Any]
-        XCTAssertEqual(envelope?["kid"] as? String, key.publicKey.kid, "its writer's template, sealed to the device key")
-        XCTAssertFalse(String(decoding: sealedBody, as: UTF8.self).contains("Coo"), "no content in clear")
-        XCTAssertEqual(requests.first { $0.deviceToken == "bird-2" }?.payload, Array(#"{"msg":"Coo"}"#.utf8))
-        XCTAssertEqual(rows[plain]?.status, "sent")
-        XCTAssertEqual(rows[gone]?.errorCode, "UNREGISTERED", "its answer rules: 404 Flown")
-        XCTAssertEqual(try world.device(gone).active, false)
-        XCTAssertEqual(try notification(n).deviceCount, 3)
-        try assertLedgerInvariants(n)
-        XCTAssertEqual(metrics.deliveries.value(["pigeon", "sent", ""]), 2, "its metric label")
-        XCTAssertEqual(metrics.deliveries.value(["pigeon", "failed", "UNREGISTERED"]), 1)
+        try assertPigeonDelivered(n, clients: clients.value, sealed: (sealed, key), plain: plain, gone: gone, metrics: metrics)
         XCTAssertEqual(queue.credential(app: app, kind: CredentialKind(rawValue: "pigeon"))?.state, .verified,
                        "its credential kind: the first live acceptance verifies the set (R-APP-3)")
         metrics.preregisterSeries(providers: table)
@@ -167,5 +150,38 @@ final class ExtraProviderTests: WorkerTestCase {
         XCTAssertEqual(try deliveries(n)[device]?.errorCode, "UNKNOWN_PLATFORM")
         XCTAssertTrue(clients.value.isEmpty, "no client was built")
         try assertLedgerInvariants(n)
+    }
+}
+
+extension WorkerTestCase {
+    /// What the worker's delivery of notification `n` ("Coo", to `bird-1` sealed to `key`, `bird-2`
+    /// plain, `gone-3`) through the pigeon provider shows on either store: its client got every
+    /// push, its writer sealed to the device key with nothing in clear and wrote the plain body, its
+    /// answer rules made 404 Flown UNREGISTERED (the device deactivated), the set's identifiers
+    /// in the message ids, the ledger netting the two sent, its metric label counting them.
+    func assertPigeonDelivered(_ n: UUID, clients: [ExtraProviderTests.PigeonClient], sealed: (device: UUID, key: P256PrivateKey),
+                               plain: UUID, gone: UUID, metrics: WorkerMetrics,
+                               file: StaticString = #filePath, line: UInt = #line) throws {
+        let requests: [ProviderRequest] = clients.flatMap { (c: ExtraProviderTests.PigeonClient) in c.lock.withLock { c.requests } }
+        XCTAssertEqual(Set(requests.map(\.deviceToken)), ["bird-1", "bird-2", "gone-3"], "its client got every push",
+                       file: file, line: line)
+        let rows = try deliveries(n)
+        XCTAssertEqual(rows[sealed.device]?.status, "sent", file: file, line: line)
+        XCTAssertEqual(rows[sealed.device]?.encrypted, true, file: file, line: line)
+        XCTAssertEqual(rows[sealed.device]?.providerMessageID?.hasPrefix("north-"), true, "built from the set's identifiers",
+                       file: file, line: line)
+        let sealedBody = try XCTUnwrap(requests.first { $0.deviceToken == "bird-1" }?.payload, file: file, line: line)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(sealedBody)) as? [String: Any], file: file, line: line)
+        XCTAssertEqual((object["e"] as? [String: Any])?["kid"] as? String, sealed.key.publicKey.kid,
+                       "its writer's template, sealed to the device key", file: file, line: line)
+        XCTAssertFalse(String(decoding: sealedBody, as: UTF8.self).contains("Coo"), "no content in clear", file: file, line: line)
+        XCTAssertEqual(requests.first { $0.deviceToken == "bird-2" }?.payload, Array(#"{"msg":"Coo"}"#.utf8), file: file, line: line)
+        XCTAssertEqual(rows[plain]?.status, "sent", file: file, line: line)
+        XCTAssertEqual(rows[gone]?.errorCode, "UNREGISTERED", "its answer rules: 404 Flown", file: file, line: line)
+        XCTAssertEqual(try world.device(gone).active, false, file: file, line: line)
+        XCTAssertEqual(try notification(n).deviceCount, 3, file: file, line: line)
+        try assertLedgerInvariants(n, file: file, line: line)
+        XCTAssertEqual(metrics.deliveries.value(["pigeon", "sent", ""]), 2, "its metric label", file: file, line: line)
+        XCTAssertEqual(metrics.deliveries.value(["pigeon", "failed", "UNREGISTERED"]), 1, file: file, line: line)
     }
 }

@@ -74,10 +74,15 @@ class FleetDBTestCase: XCTestCase {
     }
 
     /// Runs `worker` on its own thread; the returned semaphore is signalled when `run()` returns.
-    func start(_ worker: Worker) -> DispatchSemaphore {
+    func start(_ worker: Worker) -> DispatchSemaphore { worker.runOnItsOwnThread() }
+}
+
+extension Worker {
+    /// Runs the loop (`run()`) on a thread of its own; the returned semaphore is signalled when it returns.
+    func runOnItsOwnThread() -> DispatchSemaphore {
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            worker.run()
+            self.run()
             done.signal()
         }
         return done

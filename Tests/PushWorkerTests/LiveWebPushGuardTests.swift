@@ -7,12 +7,12 @@ import PushCrypto
 @testable import PushWorker
 
 /// Live Web Push around the answers: VAPID refusals (R-APP-3, R-APP-4), the send-time endpoint guard
-/// (R-DEV-1, issue 7), test mode through the simulator (R-MODE-2), VAPID set validation and
-/// `pushfleet apps vapid create`.
-final class LiveWebPushGuardTests: LiveWebPushTestCase {
-    override class var backend: Backend { .postgres }
-
-    func testVAPIDKeyRefused403InvalidatesCredentialsOnceKeepsDevicesThenFailsWithoutRequestUntilReplacedR_APP_4() throws {
+/// (R-DEV-1, issue 7), test mode through the simulator (R-MODE-2), VAPID set validation. The
+/// scenarios run on both stores: `LiveWebPushGuardTests` on the in-memory store,
+/// `PGLiveWebPushGuardTests` (PGQueueConformanceTests.swift) on PostgreSQL (sets sealed in
+/// `push_credentials`, their state written by push_record), with `pushfleet apps vapid create`.
+class LiveWebPushGuardScenarios: LiveWebPushTestCase {
+    func vapidKeyRefused403InvalidatesCredentialsOnceKeepsDevicesThenFailsWithoutRequestUntilReplacedR_APP_4() throws {
         try setVAPID()
         // A verified set first: a later VAPID refusal still blames the key, never the browsers.
         let okSub = try fake.take("ok")
@@ -68,7 +68,7 @@ final class LiveWebPushGuardTests: LiveWebPushTestCase {
         XCTAssertEqual(try credential(.webpush)?.state, .verified)
     }
 
-    func testNoVAPIDSetFailsLiveWebDeliveryCredentialsInvalidWithoutRequestR_APP_4() throws {
+    func noVAPIDSetFailsLiveWebDeliveryCredentialsInvalidWithoutRequestR_APP_4() throws {
         let s = try fake.take("ok")
         let d = try webDevice(s)
         let n = try send()
@@ -81,7 +81,7 @@ final class LiveWebPushGuardTests: LiveWebPushTestCase {
         XCTAssertTrue(try deviceState(d).active)
     }
 
-    func testEndpointResolvingToLoopbackWithoutAllowLoopbackFailsInvalidSubscriptionWithoutRequestR_DEV_1() throws {
+    func endpointResolvingToLoopbackWithoutAllowLoopbackFailsInvalidSubscriptionWithoutRequestR_DEV_1() throws {
         // A public-looking name that resolves to 127.0.0.1 (DNS rebinding), and a loopback IP literal.
         let resolver = StubWebPushResolver(["push.example.test": ["127.0.0.1"]])
         try makeWorker(allowLoopback: false, resolver: resolver)
@@ -107,7 +107,7 @@ final class LiveWebPushGuardTests: LiveWebPushTestCase {
         XCTAssertEqual(try events("push_device.deactivated").count, 0)
     }
 
-    func testTestModeWebDevicesGoToTheSimulatorEncryptedWithoutCredentialsR_MODE_2_R_SEND_11() throws {
+    func inTestModeWebDevicesGoToTheSimulatorEncryptedWithoutCredentialsR_MODE_2_R_SEND_11() throws {
         // No VAPID set: test mode never needs or touches credentials (R-APP-3).
         func subscriber(_ answer: String) throws -> (id: UUID, key: [UInt8], auth: [UInt8]) {
             let key = try WebPushDecryption.generatePrivateKey()
@@ -145,7 +145,7 @@ final class LiveWebPushGuardTests: LiveWebPushTestCase {
 
     // MARK: - Validation and CLI
 
-    func testWebpushCredentialValidationRefusesBadSubjectAndBadKeyR_APP_3() throws {
+    func webpushCredentialValidationRefusesBadSubjectAndBadKeyR_APP_3() throws {
         let pem = Array(try vapid.privateKeyPEM().utf8)
         let config = try CredentialValidation.webpush(subject: "https://example.com/contact", privateKeyPEM: pem)
         XCTAssertEqual(config, ["subject": "https://example.com/contact", "public_key": vapid.publicKeyBase64URL])
@@ -166,52 +166,30 @@ final class LiveWebPushGuardTests: LiveWebPushTestCase {
                 XCTAssertFalse(e?.message.contains("PRIVATE") ?? true, "never quotes the secret")
             }
         }
-        // The store refuses the same sets before sealing anything.
-        XCTAssertThrowsError(try CredentialStore(connection: conn, keys: keys).set(
-            appID: appID, kind: .webpush, config: [:], secret: pem))
-        XCTAssertThrowsError(try CredentialStore(connection: conn, keys: keys).set(
-            appID: appID, kind: .webpush, config: ["subject": Self.subject], secret: rsa))
+        // The store refuses the same sets before storing (sealing) anything.
+        XCTAssertThrowsError(try world.setCredentials(app: appID, kind: .webpush, config: [:], secret: pem, keys: keys))
+        XCTAssertThrowsError(try world.setCredentials(app: appID, kind: .webpush, config: ["subject": Self.subject],
+                                                      secret: rsa, keys: keys))
         XCTAssertNil(try credential(.webpush))
         XCTAssertEqual(try setVAPID().identifiers["public_key"], vapid.publicKeyBase64URL)
     }
+}
 
-    func testVapidCreateCommandStoresASetWhoseKeyTheWorkerSignsWith() throws {
-        let exe = LiveWebPushCLI.executable
-        guard FileManager.default.isExecutableFile(atPath: exe) else {
-            return XCTFail("pushfleet is not built at \(exe) (swift build first)")
-        }
-        let rawKey = try SecretBox.generateKey()
-        keys = try CredentialKeys(current: rawKey)
-        try makeWorker()
-        let env = ["DATABASE_URL": database.conninfo, "PUSHFLEET_CREDENTIALS_KEY": Base64URL.encode(rawKey)]
-        let help = try LiveWebPushCLI.run(exe, ["apps", "vapid", "create", "--help"], environment: env)
-        XCTAssertEqual(help.status, 0, help.output)
-        XCTAssertTrue(help.output.contains("applicationServerKey"), help.output)
-        let keyless = try LiveWebPushCLI.run(exe, ["apps", "vapid", "create", appID.uuidString, "--subject", Self.subject],
-                                             environment: ["DATABASE_URL": database.conninfo])
-        XCTAssertNotEqual(keyless.status, 0)
-        XCTAssertTrue(keyless.output.contains("VALIDATION_ERROR"), keyless.output)
-        XCTAssertNil(try credential(.webpush), "nothing stored without a sealing key")
-        let run = try LiveWebPushCLI.run(exe, ["apps", "vapid", "create", appID.uuidString, "--subject", Self.subject],
-                                         environment: env)
-        XCTAssertEqual(run.status, 0, run.output)
-        let printed = try XCTUnwrap(run.output.split(separator: "\n").first { $0.hasPrefix("applicationServerKey: ") })
-        let serverKey = String(printed.dropFirst("applicationServerKey: ".count))
-        XCTAssertEqual(serverKey.count, 87)
-        XCTAssertEqual(Base64URL.decode(serverKey)?.first, 0x04)
-
-        let set = try XCTUnwrap(try CredentialStore(connection: conn, keys: keys).load(appID: appID).first { $0.summary.kind == .webpush })
-        XCTAssertEqual(set.summary.identifiers["subject"], Self.subject)
-        XCTAssertEqual(set.summary.identifiers["public_key"], serverKey)
-        XCTAssertEqual(try VAPIDKeys(privateKeyPEM: String(decoding: set.secret, as: UTF8.self)).publicKeyBase64URL, serverKey)
-        XCTAssertFalse(run.output.contains("PRIVATE"), "the private key is never printed")
-
-        // A subscription made with that applicationServerKey gets a notification signed by it.
-        let s = try fake.take("ok")
-        let d = try webDevice(s)
-        let n = try send()
-        try drain()
-        XCTAssertEqual(try delivery(n, d).status, "sent")
-        XCTAssertEqual((fake.log(path: s.path).first?["vapid"] as? [String: Any])?["k"] as? String, serverKey)
+/// The guard's scenarios on the in-memory store (their PostgreSQL run: `PGLiveWebPushGuardTests`).
+final class LiveWebPushGuardTests: LiveWebPushGuardScenarios {
+    func testVAPIDKeyRefused403InvalidatesCredentialsOnceKeepsDevicesThenFailsWithoutRequestUntilReplacedR_APP_4() throws {
+        try vapidKeyRefused403InvalidatesCredentialsOnceKeepsDevicesThenFailsWithoutRequestUntilReplacedR_APP_4()
+    }
+    func testNoVAPIDSetFailsLiveWebDeliveryCredentialsInvalidWithoutRequestR_APP_4() throws {
+        try noVAPIDSetFailsLiveWebDeliveryCredentialsInvalidWithoutRequestR_APP_4()
+    }
+    func testEndpointResolvingToLoopbackWithoutAllowLoopbackFailsInvalidSubscriptionWithoutRequestR_DEV_1() throws {
+        try endpointResolvingToLoopbackWithoutAllowLoopbackFailsInvalidSubscriptionWithoutRequestR_DEV_1()
+    }
+    func testTestModeWebDevicesGoToTheSimulatorEncryptedWithoutCredentialsR_MODE_2_R_SEND_11() throws {
+        try inTestModeWebDevicesGoToTheSimulatorEncryptedWithoutCredentialsR_MODE_2_R_SEND_11()
+    }
+    func testWebpushCredentialValidationRefusesBadSubjectAndBadKeyR_APP_3() throws {
+        try webpushCredentialValidationRefusesBadSubjectAndBadKeyR_APP_3()
     }
 }

@@ -43,6 +43,7 @@ final class MemoryWorld: TestWorld {
     func enqueue(_ q: EnqueueRequest) throws -> (id: UUID, created: Bool) { try queue.enqueue(q) }
     func enqueue(_ q: EnqueueRequest, now: Date) throws -> (id: UUID, created: Bool) { try queue.enqueue(q, now: now) }
     func cancel(_ n: UUID) throws -> Bool { queue.cancel(id: n) }
+    func inOneTransaction(_ body: () throws -> Void) throws { try body() }
 
     func expiresAt(notification n: UUID) throws -> Date {
         guard let row = queue.notifications[n] else { throw PushError(.notFound, "no notification") }

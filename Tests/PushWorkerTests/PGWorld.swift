@@ -69,6 +69,15 @@ final class PGWorld: TestWorld {
     }
     func cancel(_ n: UUID) throws -> Bool { try NotificationStore(connection: conn).cancel(id: n) }
 
+    func inOneTransaction(_ body: () throws -> Void) throws {
+        try conn.exec("BEGIN")
+        do { try body() } catch {
+            _ = try? conn.exec("ROLLBACK")
+            throw error
+        }
+        try conn.exec("COMMIT")
+    }
+
     func expiresAt(notification n: UUID) throws -> Date {
         try conn.exec("SELECT expires_at FROM push_notifications WHERE id = $1", [.uuid(n)]).date(0, "expires_at")
     }

@@ -5,7 +5,8 @@ import PushTestSupport
 @testable import PushWorker
 
 /// Database faults: a read-only server makes the worker not ready (it claims nothing), and it
-/// recovers when writes are allowed again; a killed session is reconnected with backoff.
+/// recovers when writes are allowed again; a killed session is reconnected with backoff; the
+/// operators' `/readyz` follows the database's reachability and schema version.
 final class ReadinessTests: FleetDBTestCase {
     func testVerdictNeedsRecentSchemaAndWritableServer() {
         let need = ReadinessGate.requiredSchemaVersion
@@ -77,6 +78,39 @@ final class ReadinessTests: FleetDBTestCase {
         let status = try conn.exec("SELECT status FROM push_notifications WHERE id = $1", [.uuid(id)]).string(0, "status")
         XCTAssertEqual(status, "sent")
         XCTAssertGreaterThan(metrics.dbErrors.current, 0)
+    }
+
+    /// `/readyz` is 503 while the database does not exist, still 503 while its schema is older
+    /// than `ReadinessGate.requiredSchemaVersion`, and 200 once migrated; `/healthz` is 200 throughout.
+    func testReadyzFollowsDatabaseReachabilityAndSchemaVersion() throws {
+        let name = "pf_test_late_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(8)
+        let url = database.conninfo.replacingOccurrences(of: "dbname='\(database.name)'", with: "dbname='\(name)'")
+        XCTAssertNotEqual(url, database.conninfo)
+        let metrics = WorkerMetrics()
+        let server = try MetricsServer.start(address: MetricsAddress(loopbackOnly: true, port: 0), metrics: metrics)
+        defer { server.stop() }
+        let worker = try Worker(config: Self.fastConfig(), databaseURL: url, router: SimulatorOnlyRouter(), metrics: metrics)
+        let done = start(worker)
+        defer {
+            worker.requestStop()
+            _ = done.wait(timeout: .now() + 10)
+            _ = try? conn.exec("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(try RawHTTP.request(port: server.port, "/readyz").status, 503)
+        XCTAssertEqual(try RawHTTP.request(port: server.port, "/healthz").status, 200)
+        XCTAssertGreaterThan(metrics.dbErrors.current, 0)
+
+        try conn.exec("CREATE DATABASE \(name) TEMPLATE template0")
+        let late = try PGConnection.connect(url)
+        try late.exec("CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+        try late.exec("INSERT INTO schema_migrations (version, name) VALUES (1, 'schema')")
+        Thread.sleep(forTimeInterval: 2.5)  // the worker reconnects (backoff) and finds version 1 < 3
+        XCTAssertEqual(try RawHTTP.request(port: server.port, "/readyz").status, 503)
+        try late.exec("DROP TABLE schema_migrations")
+        try Migrator(connection: late, migrations: Migrator.loadMigrations(directory: Self.sqlDirectory)).migrate()
+        XCTAssertTrue(try waitUntil(timeout: 20) { try RawHTTP.request(port: server.port, "/readyz").status == 200 })
+        XCTAssertEqual(metrics.ready.current, 1)
     }
 }
 

@@ -32,6 +32,8 @@ protocol TestWorld: AnyObject {
     func enqueue(_ q: EnqueueRequest, now: Date) throws -> (id: UUID, created: Bool)
     /// Cancels a notification as push_cancel does (R-SEND-9 refunds); false when it is too late.
     func cancel(_ n: UUID) throws -> Bool
+    /// Runs `body`'s setup as one transaction on PostgreSQL (fast bulk setup); as it comes in memory.
+    func inOneTransaction(_ body: () throws -> Void) throws
 
     // MARK: Reading back
 
