@@ -38,6 +38,11 @@
 CREATE OR REPLACE FUNCTION push_record(p_batch json, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, remaining_batches int, deactivated int, ending_codes text[],
                ending_nets boolean[], has_sms boolean)
+-- Generic plans (sql/0025, issue 17): a custom plan costed its statements with the job ids' values
+-- against statistics taken while the tables were small (or every job available) and read
+-- push_jobs / push_notifications by sequential scan, a cost growing with the rows kept; the generic
+-- plan reads them by primary key whatever the statistics say.
+SET plan_cache_mode = force_generic_plan
 LANGUAGE plpgsql AS $$
 DECLARE
     v_all push_delivery_record[];

@@ -25,6 +25,11 @@ CREATE OR REPLACE FUNCTION push_start_notifications(p_job_ids bigint[], p_lease_
                                          p_gone_ledger text, p_now timestamptz DEFAULT now())
 RETURNS TABLE (job_id bigint, outcome text, status text, inline_device_ids uuid[], batch_jobs int, gone int,
                encrypted boolean, content_mode text)
+-- Generic plans (sql/0025, issue 17): a custom plan costed its statements with the job ids' values
+-- against statistics taken while the tables were small (or every job available) and read
+-- push_jobs / push_notifications by sequential scan, a cost growing with the rows kept; the generic
+-- plan reads them by primary key whatever the statistics say.
+SET plan_cache_mode = force_generic_plan
 LANGUAGE plpgsql AS $$
 BEGIN
     IF p_gone_ledger IS NULL OR p_gone_ledger NOT IN ('none', 'refund') THEN

@@ -36,19 +36,21 @@ enum JobQueries {
              WHERE app_devices_before < $7::int) b
          WHERE devices_before < $6::int
     ), picked AS (
-        -- LIMIT above the row locks: a row another claim holds is skipped without using up the limit.
-        SELECT j.id FROM push_jobs j
-          JOIN budgeted r ON r.id = j.id
-         WHERE j.state = 'available'
-         ORDER BY r.turn, r.weight, r.priority DESC, r.run_at, r.id
+        -- Each window job locked by primary key, one probe in the claim's order (turn, weight,
+        -- priority, run_at, id), until $2 are held: a row another claim holds is skipped without
+        -- using up the limit. (A join of push_jobs to the window, costed with statistics taken
+        -- while the table was small, was a hash join over a sequential scan of push_jobs.)
+        SELECT l.id FROM (SELECT id FROM budgeted ORDER BY turn, weight, priority DESC, run_at, id) r
+          CROSS JOIN LATERAL (SELECT j.id FROM push_jobs j WHERE j.id = r.id AND j.state = 'available'
+                                 FOR UPDATE SKIP LOCKED) l
          LIMIT $2::int
-         FOR UPDATE OF j SKIP LOCKED
     ), claimed AS (
+        -- The held rows by primary key (`id = ANY`), never joined by a scan.
         UPDATE push_jobs j
            SET state = 'running', attempt = j.attempt + 1, lease_owner = $3::text,
                lease_token = gen_random_uuid(),
                lease_expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $4::float8)
-          FROM picked WHERE j.id = picked.id
+         WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
         RETURNING j.id, j.kind, j.notification_id, j.device_ids, j.lease_token, j.attempt, j.max_attempts, j.priority
     )
     SELECT c.id, c.kind, c.notification_id, c.device_ids, c.lease_token, c.attempt, c.max_attempts, x.problem,
@@ -67,8 +69,9 @@ enum JobQueries {
       -- partial restore) is answered with its problem and set aside at once, not dropped here and
       -- rescued again and again. A row with a text over 65,536 bytes (written past push_enqueue,
       -- whose bounds are far lower) is set aside without loading it.
-      LEFT JOIN push_notifications n ON n.id = c.notification_id
-      LEFT JOIN push_apps a ON a.id = n.app_id
+      -- Each row by primary key (LIMIT 1 keeps it a probe per job whatever the statistics say).
+      LEFT JOIN LATERAL (SELECT * FROM push_notifications x WHERE x.id = c.notification_id LIMIT 1) n ON true
+      LEFT JOIN LATERAL (SELECT * FROM push_apps x WHERE x.id = n.app_id LIMIT 1) a ON true
       CROSS JOIN LATERAL (SELECT CASE
           WHEN n.id IS NULL THEN 'ORPHANED_JOB: the job''s notification row is missing'
           WHEN a.id IS NULL THEN 'ORPHANED_JOB: the notification''s app row is missing'
@@ -152,10 +155,11 @@ enum JobQueries {
            charge.found IS NOT NULL AS charged,
            push_apns_id(n.id, p.id) AS apns_id
       FROM unnest($1::int[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS p(batch, notification_id, id, ord)
-      JOIN push_notifications n ON n.id = p.notification_id
-      LEFT JOIN push_devices d ON d.id = p.id
       -- LIMIT 1 keeps each lookup a primary-key probe per device whatever the table statistics say
-      -- (a hash join would read every delivery / ledger row of the table for one batch).
+      -- (a hash join would read every notification, device, delivery or ledger row of the table for
+      -- one batch).
+      JOIN LATERAL (SELECT * FROM push_notifications x WHERE x.id = p.notification_id LIMIT 1) n ON true
+      LEFT JOIN LATERAL (SELECT * FROM push_devices x WHERE x.id = p.id LIMIT 1) d ON true
       LEFT JOIN LATERAL (SELECT x.status, x.attempts, x.failures, x.next_attempt_at FROM push_deliveries x
                           WHERE x.notification_id = n.id AND x.device_id = p.id LIMIT 1) del ON true
       LEFT JOIN LATERAL (SELECT true AS found FROM push_ledger l
