@@ -194,19 +194,6 @@ public struct WebhookEndpointBody: Sendable {
     }
 }
 
-/// Reading RFC 3339 instants (with `Z` or a numeric offset, optional fractional seconds) for
-/// `send_at`; PushCore's `RFC3339` writes them.
-extension RFC3339 {
-    static func parse(_ text: String) -> Date? {
-        guard text.utf8.count <= 40 else { return nil }
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let d = f.date(from: text) { return d }
-        f.formatOptions = [.withInternetDateTime]
-        return f.date(from: text)
-    }
-}
-
 /// A list route's query: `limit` (1 to 100, default 10), `starting_after` (the last id of the
 /// previous page) and the route's filters. Unknown arguments and repeated ones are refused.
 struct ListQuery {

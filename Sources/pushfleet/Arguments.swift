@@ -119,8 +119,8 @@ struct Arguments {
         return u
     }
 
-    /// Parses RFC 3339 / ISO 8601 instants (`2026-11-29T12:00:00Z`, with fractional seconds or an
-    /// offset) and relative forms `+30s`, `+5m`, `+2h` (a finite, non-negative number). Throws a
+    /// Parses RFC 3339 instants (`2026-11-29T12:00:00Z`, with fractional seconds or an offset;
+    /// `RFC3339.parse`, which refuses dates and times the calendar does not have) and relative forms `+30s`, `+5m`, `+2h` (a finite, non-negative number). Throws a
     /// usage error otherwise; a far time (`+1e300s`) is a date the acceptance refuses, never a trap.
     func date(_ name: String, now: Date = Date()) throws -> Date? {
         guard let v = value(name) else { return nil }
@@ -132,11 +132,7 @@ struct Arguments {
             }
             return now.addingTimeInterval(n * scale)
         }
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let d = f.date(from: v) { return d }
-        f.formatOptions = [.withInternetDateTime]
-        if let d = f.date(from: v) { return d }
+        if let d = RFC3339.parse(v) { return d }
         throw CLIError.usage("--\(name): unparseable time \"\(v.prefix(40))\" (use RFC 3339, e.g. 2026-11-29T12:00:00Z, or +30s)")
     }
 }

@@ -123,6 +123,11 @@ final class APIBadInputTests: APITestCase {
         try expect("send_at without offset", status: 422, code: "VALIDATION_ERROR", field: "send_at") {
             try send(",\"send_at\":\"2026-01-01T00:00:00\"")
         }
+        for text in ["2027-02-30T00:00:00Z", "2027-01-10T24:00:00Z", "2027-01-10T10:00:00+25:00"] {
+            try expect("send_at \(text), a time the calendar does not have", status: 422, code: "VALIDATION_ERROR", field: "send_at") {
+                try send(",\"send_at\":\"\(text)\"")
+            }
+        }
         try expect("device id", status: 422, code: "VALIDATION_ERROR", field: "device_ids") { try send(",\"device_ids\":[\"x\"]") }
         try expect("no user", status: 422, code: "VALIDATION_ERROR", field: "user_ids") {
             try call("POST", "/v1/push/notifications", key: testKey, json: "{\"app_id\":\"\(appID)\",\"user_ids\":[]}")

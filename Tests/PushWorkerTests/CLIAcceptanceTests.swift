@@ -60,7 +60,8 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
 
     func testFarAndNonFiniteSendTimesNeverCrash() throws {
         for (value, code) in [("+1e300s", "VALIDATION_ERROR"), ("+1e12h", "VALIDATION_ERROR"), ("+infs", "USAGE"),
-                              ("+nanm", "USAGE"), ("+1e400s", "USAGE"), ("+1e306h", "USAGE"), ("99999-01-01T00:00:00Z", "VALIDATION_ERROR")] {
+                              ("+nanm", "USAGE"), ("+1e400s", "USAGE"), ("+1e306h", "USAGE"), ("9999-12-31T23:59:59Z", "VALIDATION_ERROR"),
+                              ("99999-01-01T00:00:00Z", "USAGE")] {   // RFC 3339's year has four digits
             let r = try send(["--title", "t", "--send-at", value])
             XCTAssertFalse(r.crashed, "\(value) crashed: \(r.output)")
             XCTAssertEqual(r.error?["code"] as? String, code, "\(value): \(r.output)")
@@ -97,6 +98,8 @@ final class CLIAcceptanceTests: PGWorkerTestCase {
     func testJSONErrorsAreTheAPIsErrorObject() throws {
         let usage = try send(["--title", "t", "--send-at", "+infs"])
         XCTAssertEqual(usage.error?["code"] as? String, "USAGE", usage.output)
+        let noSuchDay = try send(["--title", "t", "--send-at", "2027-02-30T00:00:00Z"])   // RFC3339.parse: not March 2
+        XCTAssertEqual(noSuchDay.error?["code"] as? String, "USAGE", noSuchDay.output)
         XCTAssertTrue(usage.error?["field"] is NSNull, "field is null, not absent: \(usage.output)")
         XCTAssertTrue(usage.output.hasPrefix(#"{"error":{"code":"USAGE","message":""#), usage.output)
         XCTAssertTrue(usage.output.contains(#","field":null}}"#), usage.output)
