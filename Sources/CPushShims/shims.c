@@ -78,6 +78,7 @@ static const char *const cpush_mhd_peer_messages[] = {
     "Connection socket is closed when reading request",
     "Connection was closed by remote side",
     "The connection was forcibly closed by remote peer",
+    "Socket has been disconnected when reading request",
 };
 
 int cpush_mhd_log_level(const char *fmt) {

@@ -38,13 +38,28 @@ enum HTTPFraming {
 
     /// The refusal for one header's raw bytes, if any (the first problem found).
     static func check(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Refusal? {
-        let shown = String(decoding: name, as: UTF8.self)
         if name.isEmpty || !name.allSatisfy(isTokenByte) {
-            return Refusal(field: shown, message: "the header name \"\(shown)\" is not a token (no whitespace or separators, and none before the colon)")
+            let shown = quotedNamePrefix(name)
+            return Refusal(field: shown.isEmpty ? nil : shown,
+                           message: shown.isEmpty ? "a header name is empty or starts with a byte a token cannot hold (no whitespace or separators, and none before the colon)"
+                               : "the header name starting \"\(shown)\" is not a token (no whitespace or separators, and none before the colon)")
         }
+        let shown = String(decoding: name, as: UTF8.self)
         if value.contains(0) { return nulRefusal(shown) }
         return nil
     }
+
+    /// At most the first `namePrefixLimit` bytes of a refused header name, and none from its
+    /// first byte that is not a token's on: libmicrohttpd joins an obsolete folded line to the
+    /// name before it, so the bytes after that point can be another header's value (a folded
+    /// `Authorization: Bearer <key>` came back whole in the answer). The limit is below the
+    /// 14-character key prefixes the logs show.
+    static func quotedNamePrefix(_ name: UnsafeBufferPointer<UInt8>) -> String {
+        String(decoding: name.prefix(while: isTokenByte).prefix(namePrefixLimit), as: UTF8.self)
+    }
+
+    /// Bytes of a refused header name an answer may quote.
+    static let namePrefixLimit = 16
 
     /// The refusal of a header value holding a NUL byte.
     static func nulRefusal(_ name: String) -> Refusal {

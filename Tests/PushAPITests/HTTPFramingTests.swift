@@ -70,9 +70,27 @@ final class HTTPFramingTests: APITestCase {
     }
 
     func testHeaderNameWithWhitespaceIsRefused() throws {
-        try refused("space before the colon", field: "Authorization ") {
+        try refused("space before the colon", field: "Authorization") {
             try raw(Array("GET /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization : Bearer \(testKey)".utf8))
         }
+    }
+
+    /// An obsolete folded line (RFC 9112 §5.2) after another header: libmicrohttpd joins it to
+    /// that header's name, so the refused "name" held `Authorization: Bearer <the whole key>`, and
+    /// the answer quoted it in `message` and `field`. Now at most 16 token bytes of it are quoted,
+    /// fewer than the key's first 14 characters after the header names.
+    func testAFoldedHeaderIsRefusedWithoutQuotingWhatFollowsTheName() throws {
+        for (label, head) in [("folded Authorization", "Host: x\r\n Authorization: Bearer \(testKey)"),
+                              ("folded bare key", "Host: x\r\n \(testKey)"),
+                              ("folded after another header", "Host: x\r\nX-Secret-Title: a\r\n\tAuthorization: Bearer \(testKey)")] {
+            let r = try raw(Array("GET /v1/push/apps HTTP/1.1\r\n\(head)".utf8))
+            XCTAssertEqual(r.status, 400, "\(label): \(r.text)")
+            XCTAssertEqual(r.errorCode, "INVALID_REQUEST", "\(label): \(r.text)")
+            XCTAssertLessThanOrEqual(r.errorField?.utf8.count ?? 0, 16, "\(label): \(r.text)")
+            XCTAssertFalse(r.text.contains(String(testKey.suffix(testKey.count - 8))), "\(label) quoted the key: \(r.text)")
+            XCTAssertFalse(r.text.contains("Bearer"), "\(label): \(r.text)")
+        }
+        XCTAssertEqual(try call("GET", "/v1/push/apps/\(appID)", key: testKey).status, 200, "still serving")
     }
 
     func testDifferingContentLengthsAreRefused() throws {
