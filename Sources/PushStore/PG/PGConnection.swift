@@ -227,12 +227,27 @@ public final class PGConnection {
         "\"" + name.replacingAll("\"", with: "\"\"") + "\""
     }
 
-    /// Calls `body` with a C array of NUL-terminated copies of `strings` (nil stays NULL), valid
-    /// only during the call.
+    /// Calls `body` with a C array of NUL-terminated pointers to `strings` (nil stays NULL), valid
+    /// only during the call. Each pointer comes from `String.withCString`, nested one call per
+    /// string, which for a native string is its own storage (kept NUL-terminated), not a copy: a
+    /// `push_record` parameter is the whole batch as one JSON text (about 0.5 MB for 500 encrypted
+    /// deliveries), which a `strdup` per parameter held twice at the batch's peak (massif,
+    /// docs/bench.md "Paired full runs").
     static func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-        let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
-        defer { copies.forEach { free($0) } }
-        return body(copies.map { $0.map { UnsafePointer($0) } })
+        var pointers: [UnsafePointer<CChar>?] = []
+        pointers.reserveCapacity(strings.count)
+        func next(_ i: Int) -> R {
+            guard i < strings.count else { return body(pointers) }
+            guard let s = strings[i] else {
+                pointers.append(nil)
+                return next(i + 1)
+            }
+            return s.withCString { p in
+                pointers.append(p)
+                return next(i + 1)
+            }
+        }
+        return next(0)
     }
 }
 
