@@ -120,8 +120,9 @@ struct Arguments {
     }
 
     /// Parses RFC 3339 instants (`2026-11-29T12:00:00Z`, with fractional seconds or an offset;
-    /// `RFC3339.parse`, which refuses dates and times the calendar does not have) and relative forms `+30s`, `+5m`, `+2h` (a finite, non-negative number). Throws a
-    /// usage error otherwise; a far time (`+1e300s`) is a date the acceptance refuses, never a trap.
+    /// `RFC3339.parse`, which refuses dates and times the calendar does not have) and relative
+    /// forms `+30s`, `+5m`, `+2h` (a finite, non-negative number). Throws a usage error otherwise;
+    /// a far time (`+1e300s`) is a date the acceptance refuses, never a trap.
     func date(_ name: String, now: Date = Date()) throws -> Date? {
         guard let v = value(name) else { return nil }
         if v.hasPrefix("+") {

@@ -68,7 +68,7 @@ enum PGTimestamp {
               let day = p.number(minDigits: 2, maxDigits: 2),
               (1...12).contains(month), (1...31).contains(day) else { return nil }
         if bc { year = 1 - year }
-        var micros = daysFromCivil(year, month, day) * 86_400_000_000
+        var micros = RFC3339.days(fromCivil: year, month, day) * 86_400_000_000
         if p.atEnd { return micros }
         guard p.take(UInt8(ascii: " ")) || p.take(UInt8(ascii: "T")),
               let hour = p.number(minDigits: 2, maxDigits: 2), p.take(UInt8(ascii: ":")),
@@ -110,15 +110,6 @@ enum PGTimestamp {
     private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-    }
-
-    private static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = floorDiv(y, 400)
-        let yoe = y - era * 400
-        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 
     private static func pad(_ n: Int64, _ width: Int) -> String {
