@@ -102,7 +102,7 @@ extension PGQueueStore {
         return try Self.run {
             try connection.transaction { conn in
                 let r = try conn.execPrepared(name: "batch_record", sql: JobQueries.record,
-                                              params: [.text(batch), now.map(PGValue.date)])
+                                              params: [.jsonUTF8(batch), now.map(PGValue.date)])
                 var results: [Int64: RecordOutcome] = [:]
                 var finals: [(UUID, NotificationOutcome)] = []
                 for i in r.rows {
@@ -152,8 +152,9 @@ extension PGQueueStore {
 /// (which PostgreSQL text cannot hold) becomes U+FFFD; instants are ISO-8601 UTC with
 /// microseconds; bytes are bytea's hex form.
 enum RecordJSON {
-    /// The whole value for `outcomes`.
-    static func batch(_ outcomes: [BatchOutcome]) -> String {
+    /// The whole value for `outcomes`, as UTF-8 bytes: sent as they are (`PGValue.jsonUTF8`), never
+    /// turned into a `String`, which would hold the batch twice at its peak beside libpq's own copy.
+    static func batch(_ outcomes: [BatchOutcome]) -> [UInt8] {
         var w = Writer()
         w.out.reserveCapacity(estimatedSize(outcomes))
         w.raw(#"{"jobs":["#)
@@ -196,7 +197,7 @@ enum RecordJSON {
             }
         }
         w.raw("]}")
-        return String(decoding: w.out, as: UTF8.self)
+        return w.out
     }
 
     /// An upper estimate of `batch(outcomes)`'s bytes, reserved once: a delivery's members

@@ -45,11 +45,13 @@ final class RecordJSONSizeTests: XCTestCase {
                              credentials: CredentialChanges(invalid: [.init(kind: .apns, reason: "InvalidProviderToken")],
                                                             accepted: [.fcm]))
             }
-            let text = RecordJSON.batch(outcomes)
+            let bytes = RecordJSON.batch(outcomes)
             let estimate = RecordJSON.estimatedSize(outcomes)
-            XCTAssertGreaterThanOrEqual(estimate, text.utf8.count, "\(jobs) jobs × \(perJob) records of \(payloadBytes) bytes")
-            XCTAssertLessThanOrEqual(estimate, text.utf8.count * 2 + 1024, "not wildly over either")
-            XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(text.utf8)), "still one JSON value")
+            XCTAssertGreaterThanOrEqual(estimate, bytes.count, "\(jobs) jobs × \(perJob) records of \(payloadBytes) bytes")
+            XCTAssertGreaterThanOrEqual(bytes.capacity, bytes.count)
+            XCTAssertLessThanOrEqual(bytes.capacity, estimate + 4096, "grown by the one reserve only (malloc rounds up to a page at most)")
+            XCTAssertLessThanOrEqual(estimate, bytes.count * 2 + 1024, "not wildly over either")
+            XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(bytes)), "still one JSON value")
         }
     }
 }

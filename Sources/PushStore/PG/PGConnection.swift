@@ -4,8 +4,8 @@ import PushCore
 
 /// One PostgreSQL session (owns a `PGconn*`, closed in `deinit`).
 ///
-/// Every statement with parameters goes through `PQexecParams` / `PQexecPrepared` in text
-/// format: values are never spliced into SQL (`execScript`, for migrations, takes none). Calls block the calling thread until the server answers
+/// Every statement with parameters goes through `PQexecParams` / `PQexecPrepared`, in text
+/// format but for `PGValue.jsonUTF8` (binary, the batch record's JSON bytes as they are): values are never spliced into SQL (`execScript`, for migrations, takes none). Calls block the calling thread until the server answers
 /// (bound them with `setStatementTimeout`); run them on a dedicated thread, not on Swift's
 /// cooperative pool.
 ///
@@ -73,11 +73,11 @@ public final class PGConnection {
     @discardableResult
     public func exec(_ sql: String, _ params: [PGValue?] = []) throws -> PGResult {
         try Self.rejectNUL(sql, what: "SQL text")
-        let texts = try params.map { try $0?.encoded() }
+        let wires = try params.map { try $0?.wire() }
         let types: [UInt32] = params.map { $0?.typeOID ?? 0 }
         statementCount += 1
-        let result = Self.withCStrings(texts) { values in
-            PQexecParams(handle, sql, Int32(params.count), types, values, nil, nil, 0)
+        let result = Self.withParameters(wires) { values, lengths, formats in
+            PQexecParams(handle, sql, Int32(params.count), types, values, lengths, formats, 0)
         }
         return try check(result)
     }
@@ -93,7 +93,7 @@ public final class PGConnection {
     public func execPrepared(name: String, sql: String, params: [PGValue?] = []) throws -> PGResult {
         try Self.rejectNUL(name, what: "statement name")
         try Self.rejectNUL(sql, what: "SQL text")
-        let texts = try params.map { try $0?.encoded() }
+        let wires = try params.map { try $0?.wire() }
         if let known = preparedSQL[name] {
             guard known == sql else {
                 throw PGError(code: .usage, message: "prepared statement \"\(name)\" already holds a different SQL text")
@@ -105,8 +105,8 @@ public final class PGConnection {
             preparedSQL[name] = sql
         }
         statementCount += 1
-        let result = Self.withCStrings(texts) { values in
-            PQexecPrepared(handle, name, Int32(params.count), values, nil, nil, 0)
+        let result = Self.withParameters(wires) { values, lengths, formats in
+            PQexecPrepared(handle, name, Int32(params.count), values, lengths, formats, 0)
         }
         return try check(result)
     }
@@ -225,6 +225,40 @@ public final class PGConnection {
     /// `"name"` with embedded quotes doubled: a safe SQL identifier for any text.
     static func quoteIdentifier(_ name: String) -> String {
         "\"" + name.replacingAll("\"", with: "\"\"") + "\""
+    }
+
+    /// Calls `body` with libpq's `paramValues`, `paramLengths` and `paramFormats` for `wires`, all
+    /// valid only during the call: text values as NUL-terminated pointers (`withCStrings`), binary
+    /// ones (`PGValue.jsonUTF8`) as pointers to their own bytes with their lengths and format 1.
+    /// Lengths and formats are nil (all text) when no value is binary, as libpq allows.
+    static func withParameters<R>(_ wires: [PGWireValue?],
+                                  _ body: ([UnsafePointer<CChar>?], [Int32]?, [Int32]?) -> R) -> R {
+        var binary: [Int: [UInt8]] = [:]
+        var texts: [String?] = []
+        texts.reserveCapacity(wires.count)
+        for (i, w) in wires.enumerated() {
+            switch w {
+            case .text(let s): texts.append(s)
+            case .binary(let b): texts.append(nil); binary[i] = b
+            case nil: texts.append(nil)
+            }
+        }
+        guard !binary.isEmpty else { return withCStrings(texts) { body($0, nil, nil) } }
+        let lengths = wires.indices.map { Int32(clamping: binary[$0]?.count ?? 0) }
+        let formats = wires.indices.map { binary[$0] == nil ? Int32(0) : 1 }
+        return withCStrings(texts) { pointers in
+            var values = pointers
+            func next(_ k: Dictionary<Int, [UInt8]>.Index) -> R {
+                guard k != binary.endIndex else { return body(values, lengths, formats) }
+                let (i, bytes) = binary[k]
+                return bytes.withUnsafeBufferPointer { p in
+                    // Never empty (`PGValue.wire()` sends no bytes as text), so the base address exists.
+                    values[i] = UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self)
+                    return next(binary.index(after: k))
+                }
+            }
+            return next(binary.startIndex)
+        }
     }
 
     /// Calls `body` with a C array of NUL-terminated pointers to `strings` (nil stays NULL), valid

@@ -1,3 +1,4 @@
+import Glibc
 import struct Foundation.Date
 import struct Foundation.UUID
 import PushCore
@@ -44,6 +45,11 @@ public enum PGValue: Sendable, Equatable {
     case dateArray([Date?])
     /// `bytea[]` (OID 1001), each element in hex form.
     case byteaArray([[UInt8]?])
+    /// A `json` value (OID 114) given as its UTF-8 text, for a large value built as bytes (the
+    /// batch record, `RecordJSON`): sent in binary format, which for `json` is the text itself, with
+    /// its length, so the bytes go to libpq as they are, with no `String` and no NUL-terminated copy.
+    /// Must not contain a NUL byte (throws `DB_ENCODE`); the server checks the UTF-8 and the JSON.
+    case jsonUTF8([UInt8])
 
     /// The type OID the value is sent with: 0 (the server infers it) for scalars, the array
     /// type's OID for arrays.
@@ -56,6 +62,7 @@ public enum PGValue: Sendable, Equatable {
         case .boolArray: return 1000
         case .dateArray: return 1185
         case .byteaArray: return 1001
+        case .jsonUTF8: return 114
         }
     }
 
@@ -77,7 +84,21 @@ public enum PGValue: Sendable, Equatable {
         case .boolArray(let a): return Self.arrayLiteral(a.map { $0.map { $0 ? "t" : "f" } })
         case .dateArray(let a): return Self.arrayLiteral(a.map { $0.map(PGTimestamp.format) })
         case .byteaArray(let a): return Self.byteaArrayLiteral(a)
+        case .jsonUTF8(let b):
+            try Self.checkedBytes(b)
+            return String(decoding: b, as: UTF8.self)
         }
+    }
+
+    /// What `PGConnection` hands libpq for this value: text to send NUL-terminated in text format,
+    /// or (`jsonUTF8`) bytes to send with their length in binary format, without a copy.
+    /// - Throws: as `encoded()`.
+    func wire() throws -> PGWireValue {
+        if case .jsonUTF8(let b) = self {
+            try Self.checkedBytes(b)
+            return b.isEmpty ? .text("") : .binary(b)
+        }
+        return .text(try encoded())
     }
 
     // MARK: - Text forms
@@ -87,6 +108,13 @@ public enum PGValue: Sendable, Equatable {
             throw PGError(code: .encode, message: "text parameter contains a NUL byte, which PostgreSQL text cannot hold")
         }
         return s
+    }
+
+    private static func checkedBytes(_ b: [UInt8]) throws {
+        let hasNUL = b.withUnsafeBufferPointer { p in p.count > 0 && memchr(p.baseAddress!, 0, p.count) != nil }
+        if hasNUL {
+            throw PGError(code: .encode, message: "json parameter contains a NUL byte, which PostgreSQL text cannot hold")
+        }
     }
 
     private static func doubleText(_ d: Double) -> String {
@@ -165,4 +193,13 @@ extension PGValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     /// A float literal is `.double`.
     public init(floatLiteral value: Double) { self = .double(value) }
+}
+
+/// A parameter as `PGConnection` sends it (`PGValue.wire()`): text format (NUL-terminated) or
+/// binary format (bytes and a length).
+enum PGWireValue {
+    /// Sent in text format.
+    case text(String)
+    /// Sent in binary format, `paramLengths` giving its size.
+    case binary([UInt8])
 }
