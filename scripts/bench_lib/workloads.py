@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pgcpu
@@ -130,10 +131,36 @@ def reset_queue():
 
 # ---------------------------------------------------------------- workers
 
+def anon_peak(time_pid, out):
+    """Samples the worker under /usr/bin/time (`time_pid`'s child) every 5 ms until it exits and
+    keeps its largest RssAnon (kB, /proc/PID/status): the memory it allocates (heap, stacks), apart
+    from the file-backed pages of its binary and libraries that VmHWM (`%M`) counts too."""
+    child = None
+    while child is None:
+        try:
+            kids = open(f"/proc/{time_pid}/task/{time_pid}/children").read().split()
+        except OSError:
+            return
+        child = kids[0] if kids else None
+        if child is None:
+            time.sleep(0.001)
+    peak = 0
+    while True:
+        try:
+            for line in open(f"/proc/{child}/status"):
+                if line.startswith("RssAnon:"):
+                    peak = max(peak, int(line.split()[1]))
+        except OSError:
+            break
+        time.sleep(0.005)
+    out.append(peak)
+
+
 def run_workers(binary, count, label, extra=(), level="info", timeout=1800):
-    """Starts `count` workers with --until-drained under /usr/bin/time; returns CPU, RSS, wall, logs."""
+    """Starts `count` workers with --until-drained under /usr/bin/time; returns CPU, RSS (peak, and
+    peak anonymous), wall, logs."""
     env = dict(os.environ, PUSHFLEET_LOG_LEVEL=level)
-    procs, files = [], []
+    procs, files, samplers, anon = [], [], [], []
     start = time.time()
     for i in range(count):
         tf, lf = f"{TMP}/{label}-{i}.time", f"{TMP}/{label}-{i}.log"
@@ -141,9 +168,13 @@ def run_workers(binary, count, label, extra=(), level="info", timeout=1800):
         procs.append(subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", tf, binary, "worker", "--until-drained",
                                        "--poll-interval", "0.2", *extra], env=env, stdout=subprocess.DEVNULL,
                                       stderr=err))
+        samplers.append(threading.Thread(target=anon_peak, args=(procs[-1].pid, anon), daemon=True))
+        samplers[-1].start()
         files.append((tf, lf, err))
     for p in procs:
         p.wait(timeout=timeout)
+    for t in samplers:
+        t.join(timeout=5)
     cpu, rss, logs = 0.0, 0, []
     for tf, lf, err in files:
         err.close()
@@ -151,7 +182,7 @@ def run_workers(binary, count, label, extra=(), level="info", timeout=1800):
         cpu += float(u) + float(s)
         rss = max(rss, int(m))
         logs.append(lf)
-    return {"cpu_s": cpu, "rss_kb": rss, "start": start, "logs": logs}
+    return {"cpu_s": cpu, "rss_kb": rss, "anon_kb": max(anon, default=0), "start": start, "logs": logs}
 
 
 BASELINE = {"cpu_s": 0.0, "pg_cpu_s": 0.0}
@@ -223,6 +254,6 @@ def drain(binary, label, workers, enq, extra=(), level="info", scope="true"):
     d["deliveries_per_s"] = d["sent"] / d["wall"]
     d["seals_per_s"] = d["encrypted"] / d["wall"]
     log(f"{label}: {d['recorded']} recorded ({d['encrypted']} encrypted, {d['sent']} sent) in {d['wall']:.1f}s, "
-        f"{d['cpu_us_per_delivery']:.1f} us worker + {d['pg_us_per_delivery']:.1f} us PostgreSQL CPU/delivery, RSS {d['rss_kb'] // 1024} MB, unfinished {d['unfinished']}")
+        f"{d['cpu_us_per_delivery']:.1f} us worker + {d['pg_us_per_delivery']:.1f} us PostgreSQL CPU/delivery, RSS {d['rss_kb'] / 1024:.1f} MB (anonymous {d['anon_kb'] / 1024:.1f}), unfinished {d['unfinished']}")
     return d
 
