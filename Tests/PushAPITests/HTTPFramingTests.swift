@@ -30,8 +30,8 @@ final class HTTPFramingTests: APITestCase {
     private var sendBody: [UInt8] { Array("{\"app_id\":\"\(appID)\",\"user_ids\":[\"u_nul\"],\"title\":\"t\"}".utf8) }
 
     /// A send with `extra` raw header bytes (each line without its CRLF).
-    private func send(_ extra: [[UInt8]], host: Bool = true, version: String = "HTTP/1.1") throws -> RawHTTP.Response {
-        var lines: [[UInt8]] = [Array("POST /v1/push/notifications \(version)".utf8)]
+    private func send(_ extra: [[UInt8]], host: Bool = true, version: String = "HTTP/1.1", head: [[UInt8]] = []) throws -> RawHTTP.Response {
+        var lines: [[UInt8]] = [Array("POST /v1/push/notifications \(version)".utf8)] + head
         if host { lines.append(Array("Host: x".utf8)) }
         lines += [Array("Content-Type: application/json".utf8), Array("Content-Length: \(sendBody.count)".utf8)]
         if !extra.contains(where: { $0.starts(with: Array("Authorization".utf8)) }) {
@@ -63,6 +63,18 @@ final class HTTPFramingTests: APITestCase {
             try send([header("Idempotency-Key", "zz", nul: "third"), Array("X-After: 1".utf8)])
         }
         try refused("NUL then spaces", field: "X-Trailing") { try send([header("X-Trailing", "v", nul: "  ")]) }
+        // A NUL at the value's very end (fresh-user trial: "zz\0" replayed the notification of "zz"),
+        // as the last header, in the middle, after blanks, twice, and on bare-LF lines.
+        try refused("Idempotency-Key zz NUL, last", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz", nul: "")]) }
+        try refused("Idempotency-Key zz NUL, then another", field: "Idempotency-Key") {
+            try send([header("Idempotency-Key", "zz", nul: ""), Array("X-After: 1".utf8)])
+        }
+        try refused("Idempotency-Key zz blank NUL", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz ", nul: "")]) }
+        try refused("Idempotency-Key zz NUL NUL", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz", nul: "\u{0}")]) }
+        try refused("Host NUL, first header", field: "Host") { try send([], host: false, head: [header("Host", "x", nul: "")]) }
+        try refused("bare LF, NUL NUL", field: "X-Lf") {
+            try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.1\nHost: x\nAuthorization: Bearer \(testKey)\nX-Lf: v".utf8) + [0, 0] + Array("\nX-Last: 1".utf8))
+        }
         // Whole values are not mistaken for cut ones: bare-LF line ends, trailing blanks, empty values.
         let lf = try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.1\nHost: x\nX-Empty:\nX-Blank: v  \t\nAuthorization: Bearer \(testKey)\nX-Last: 1".utf8))
         XCTAssertEqual(lf.status, 200, lf.text)
@@ -91,6 +103,17 @@ final class HTTPFramingTests: APITestCase {
             XCTAssertFalse(r.text.contains("Bearer"), "\(label): \(r.text)")
         }
         XCTAssertEqual(try call("GET", "/v1/push/apps/\(appID)", key: testKey).status, 200, "still serving")
+    }
+
+    /// A folded line of token bytes alone (RFC 9112 §5.2: refuse with 400, or replace the fold):
+    /// libmicrohttpd joined it to the name (`X-Tag: a` then ` b` read as `X-Tagb: a`), and with a
+    /// NUL check measuring the line the fold was taken for a NUL. Refused as a fold, wherever it is.
+    func testAFoldedLineOfTokenBytesIsRefusedAsAFold() throws {
+        for (label, head) in [("folded last", "Host: x\r\nAuthorization: Bearer \(testKey)\r\nX-Tag: a\r\n b"),
+                              ("folded middle", "Host: x\r\nX-Tag: a\r\n\tb\r\nAuthorization: Bearer \(testKey)"),
+                              ("folded bare LF", "Host: x\nX-Tag: a\n b\nAuthorization: Bearer \(testKey)")] {
+            try refused(label, field: "X-Tagb") { try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.1\r\n\(head)".utf8)) }
+        }
     }
 
     func testDifferingContentLengthsAreRefused() throws {
