@@ -83,6 +83,7 @@ func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?
         state.path = url.map { String(cString: $0) } ?? "/"
         readHeaders(connection, state, method: method)
         readQuery(connection, state)
+        state.closeAfterAnswer = HTTPFraming.closesAfterAnswer(headers: state.headers)
         if state.refusal == nil, cpush_http_target_was_cut(url, state.target.count, version) != 0 {
             state.refusal = HTTPFraming.targetNULRefusal     // a raw NUL: url and target stop at it
         }
@@ -165,7 +166,7 @@ private func queue(_ core: ServerCore, _ connection: OpaquePointer, _ state: Req
     defer { MHD_destroy_response(response) }
     for (name, value) in answer.headers { _ = MHD_add_response_header(response, name, value) }
     _ = MHD_add_response_header(response, "Request-Id", state.requestID)
-    if core.draining.current { _ = MHD_add_response_header(response, "Connection", "close") }
+    if core.draining.current || state.closeAfterAnswer { _ = MHD_add_response_header(response, "Connection", "close") }
     return MHD_queue_response(connection, UInt32(answer.status), response)
 }
 

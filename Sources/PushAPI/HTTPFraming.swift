@@ -95,6 +95,15 @@ enum HTTPFraming {
         return nil
     }
 
+    /// Whether the answer must close the connection: a request carrying both Content-Length and
+    /// Transfer-Encoding is read by Transfer-Encoding alone (libmicrohttpd does), and RFC 9112
+    /// §6.1 says the server MUST close the connection after answering it, since an intermediary
+    /// that framed it by Content-Length would read what follows as another request (`headers`
+    /// names lower-cased).
+    static func closesAfterAnswer(headers: [HTTPRequest.Header]) -> Bool {
+        headers.contains { $0.name == "content-length" } && headers.contains { $0.name == "transfer-encoding" }
+    }
+
     /// The refusal for the request target's path (the raw bytes of the request line, before
     /// libmicrohttpd decodes them; the query is checked argument by argument), if any: a
     /// percent-decoded NUL byte, or bytes that are not UTF-8 once decoded (RFC 3986 §2.1, §2.5).

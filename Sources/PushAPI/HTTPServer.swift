@@ -211,6 +211,8 @@ final class RequestState: @unchecked Sendable {
     var headerBytes = 0
     /// The first framing problem a header showed (`HTTPFraming`), answered 400 once all are in.
     var refusal: HTTPFraming.Refusal?
+    /// The answer closes the connection (`HTTPFraming.closesAfterAnswer`).
+    var closeAfterAnswer = false
     var query: [HTTPRequest.QueryItem] = []
     var body: [UInt8] = []
     var bodyTooLarge = false

@@ -128,6 +128,30 @@ final class HTTPFramingTests: APITestCase {
         XCTAssertEqual(same.status, 201, same.text)
     }
 
+    /// Content-Length beside Transfer-Encoding: chunked: read by the chunks, answered, and then the
+    /// connection closed (RFC 9112 §6.1: MUST close after responding), where it stayed open for
+    /// the next request; a request with either header alone keeps its connection.
+    func testContentLengthWithTransferEncodingIsAnsweredThenClosed() throws {
+        let json = "{\"name\":\"te\"}"
+        let chunked = String(json.utf8.count, radix: 16) + "\r\n" + json + "\r\n0\r\n\r\n"
+        let head = "POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)\r\nContent-Type: application/json\r\n"
+        let both = try RawHTTP(port: port)
+        try both.send(head + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked)
+        let answer = try both.readResponse()
+        XCTAssertEqual(answer.status, 201, answer.text)
+        XCTAssertEqual(answer.headers["connection"]?.lowercased(), "close", answer.text)
+        XCTAssertTrue(both.closes(within: 2), "the connection stayed open after Content-Length with Transfer-Encoding")
+        for (label, framing, body) in [("chunked alone", "Transfer-Encoding: chunked\r\n", chunked),
+                                       ("Content-Length alone", "Content-Length: \(json.utf8.count)\r\n", json)] {
+            let c = try RawHTTP(port: port)
+            try c.send(head + framing + "\r\n" + body)
+            let r = try c.readResponse()
+            XCTAssertEqual(r.status, 201, "\(label): \(r.text)")
+            XCTAssertNil(r.headers["connection"], label)
+            XCTAssertEqual(try c.request("GET", "/v1/push/apps/\(appID)", headers: [("Authorization", "Bearer \(testKey)")]).status, 200, label)
+        }
+    }
+
     func testHTTP11WithoutHostIsRefused() throws {
         try refused("HTTP/1.1 without Host", field: "Host") { try send([], host: false) }
         // HTTP/1.0 has no Host requirement.
