@@ -74,6 +74,11 @@ int cpush_http_value_state(const char *key, size_t key_size, const char *value, 
     return after != next_key ? CPUSH_HTTP_VALUE_NUL : CPUSH_HTTP_VALUE_WHOLE;
 }
 
+unsigned int cpush_http_queued_status(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
+    return info == NULL ? 0 : info->http_status;
+}
+
 size_t cpush_http_header_size(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     return info == NULL ? 0 : info->header_size;

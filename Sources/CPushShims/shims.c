@@ -81,11 +81,34 @@ static const char *const cpush_mhd_peer_messages[] = {
     "Socket has been disconnected when reading request",
 };
 
-int cpush_mhd_log_level(const char *fmt) {
+/* MHD's messages about a request it refused itself, before the application saw it: the client's
+ * malformed or oversized request (a Content-Length that is not a number or too large for 64 bits,
+ * HTTP/1.1 without Host under strict parsing). */
+static const char *const cpush_mhd_client_messages[] = {
+    "Failed to parse `Content-Length' header",
+    "Too large value of 'Content-Length' header",
+    "Received HTTP/1.1 request without `Host' header",
+};
+
+/* The message MHD writes with every answer it makes itself, its status the first argument. */
+static const char cpush_mhd_error_answer[] = "Error processing request (HTTP response code is %u";
+
+static int cpush_has_prefix(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+int cpush_mhd_log_level(const char *fmt, va_list ap) {
     if (fmt == NULL) return 2;
     for (size_t i = 0; i < sizeof cpush_mhd_peer_messages / sizeof cpush_mhd_peer_messages[0]; i++) {
-        const char *p = cpush_mhd_peer_messages[i];
-        if (strncmp(fmt, p, strlen(p)) == 0) return 0;
+        if (cpush_has_prefix(fmt, cpush_mhd_peer_messages[i])) return 0;
+    }
+    for (size_t i = 0; i < sizeof cpush_mhd_client_messages / sizeof cpush_mhd_client_messages[0]; i++) {
+        if (cpush_has_prefix(fmt, cpush_mhd_client_messages[i])) return 1;
+    }
+    if (cpush_has_prefix(fmt, cpush_mhd_error_answer)) {
+        va_list copy;
+        va_copy(copy, ap);
+        unsigned int status = va_arg(copy, unsigned int);
+        va_end(copy);
+        return status >= 400 && status != 500 ? 1 : 2;
     }
     return 2;
 }
@@ -103,11 +126,11 @@ static void cpush_read_log_minimum(void) {
 
 /* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
  * ("Server reached connection limit...", a malformed request) as the event named by cls (a C
- * string; NULL: metrics.http), the text escaped for JSON and cut to 400 bytes, at warn, except a
- * peer's going away (cpush_mhd_log_level), at debug. A request's content never reaches these
+ * string; NULL: metrics.http), the text escaped for JSON and cut to 400 bytes, at the level
+ * cpush_mhd_log_level gives. A request's content never reaches these
  * messages. */
 void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
-    int level = cpush_mhd_log_level(fmt);
+    int level = cpush_mhd_log_level(fmt, ap);
     pthread_once(&cpush_log_minimum_once, cpush_read_log_minimum);
     if (level < cpush_log_minimum) return;
     const char *event = cls == NULL ? "metrics.http" : (const char *)cls;
@@ -121,7 +144,7 @@ void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
     int n = snprintf(line, sizeof line,
                      "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\",\"message\":\"",
                      parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
-                     parts.tm_sec, now.tv_nsec / 1000000, level == 0 ? "debug" : "warn", event);
+                     parts.tm_sec, now.tv_nsec / 1000000, level == 0 ? "debug" : level == 1 ? "info" : "warn", event);
     if (n < 0) return;
     size_t len = (size_t)n;
     for (size_t i = 0; msg[i] != '\0' && i < 400 && len + 8 < sizeof line; i++) {

@@ -46,6 +46,12 @@ func httpRequestCompleted(cls: UnsafeMutableRawPointer?, connection: OpaquePoint
     case .REQUEST_TERMINATED_CLIENT_ABORT: abort = "client_closed"
     default: abort = "error"
     }
+    if state.status == 0, !state.started, code == .REQUEST_TERMINATED_WITH_ERROR {
+        // libmicrohttpd answered the request itself before the handler saw it (a Content-Length
+        // that is not a number, a header block too large): its status, and why.
+        let refused = Int(cpush_http_queued_status(connection))
+        if refused > 0 { return report(core, state, status: refused, abort: "refused") }
+    }
     report(core, state, status: state.status, abort: state.status == 0 ? (abort ?? "error") : abort)
 }
 

@@ -152,6 +152,37 @@ final class HTTPFramingTests: APITestCase {
         }
     }
 
+    /// A request libmicrohttpd refuses itself before the handler runs (a Content-Length that is not
+    /// a number or too large, a header block over its buffer) is the client's fault: its access
+    /// line carries the status libmicrohttpd answered and `"abort": "refused"`, and libmicrohttpd's
+    /// own lines are info, not warnings (fresh-user trial: two warn lines and `"abort": "error"`
+    /// with status 0 each).
+    func testRequestsLibmicrohttpdRefusesAreLoggedWithTheirStatusAtInfo() throws {
+        let server = try APIProcesses.startAPI(databaseURL: db.database.conninfo)
+        defer { if server.process.isRunning { server.process.terminate() }; try? FileManager.default.removeItem(atPath: server.logPath) }
+        for (length, status) in [("abc", 400), ("99999999999999999999999", 413)] {
+            let c = try RawHTTP(port: server.port)
+            try c.send("POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n\r\n{}")
+            XCTAssertEqual(try c.readHead().status, status, length)
+        }
+        let big = try RawHTTP(port: server.port)
+        try big.send("GET /v1/push/apps HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 70_000))\r\n\r\n")
+        XCTAssertEqual(try big.readHead().status, 431)
+        var lines: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.1)
+            let text = (try? String(contentsOfFile: server.logPath, encoding: .utf8)) ?? ""
+            lines = text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        } while lines.filter({ $0["event"] as? String == "api.request" }).count < 3 && Date() < deadline
+        let requests = lines.filter { $0["event"] as? String == "api.request" }
+        XCTAssertEqual(requests.map { $0["status"] as? Int }, [400, 413, 431], "\(requests)")
+        XCTAssertEqual(requests.map { $0["abort"] as? String }, ["refused", "refused", "refused"], "\(requests)")
+        let mhd = lines.filter { $0["event"] as? String == "api.http" }
+        XCTAssertFalse(mhd.isEmpty, "libmicrohttpd says why")
+        XCTAssertEqual(Set(mhd.map { $0["level"] as? String }), ["info"], "\(mhd)")
+    }
+
     func testHTTP11WithoutHostIsRefused() throws {
         try refused("HTTP/1.1 without Host", field: "Host") { try send([], host: false) }
         // HTTP/1.0 has no Host requirement.

@@ -73,6 +73,11 @@ enum cpush_http_value {
 int cpush_http_value_state(const char *key, size_t key_size, const char *value, size_t value_size,
                            const char *next_key, const char *block_start, const char *block_end);
 
+/// The status of the answer queued on the connection, or 0 when none is: in the request-completed
+/// callback of a request libmicrohttpd refused itself (the application never saw it), the status
+/// of libmicrohttpd's own answer (MHD_CONNECTION_INFO_HTTP_STATUS).
+unsigned int cpush_http_queued_status(struct MHD_Connection *connection);
+
 /// Bytes of the request line, headers and blank line (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE),
 /// counted from the method's first byte; 0 when unknown (before the headers are in).
 size_t cpush_http_header_size(struct MHD_Connection *connection);
