@@ -1,6 +1,5 @@
 #include "CPushShims.h"
 #include <string.h>
-#include <strings.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -113,16 +112,14 @@ int cpush_mhd_log_level(const char *fmt, va_list ap) {
     return 2;
 }
 
-/* The process's PUSHFLEET_LOG_LEVEL as Log.swift reads it (debug 0, info 1 (default), warn 2, error 3). */
-static int cpush_log_minimum = -1;
-static pthread_once_t cpush_log_minimum_once = PTHREAD_ONCE_INIT;
-static void cpush_read_log_minimum(void) {
-    const char *v = getenv("PUSHFLEET_LOG_LEVEL");
-    cpush_log_minimum = v == NULL ? 1
-        : strcasecmp(v, "debug") == 0 ? 0
-        : (strcasecmp(v, "warn") == 0 || strcasecmp(v, "warning") == 0) ? 2
-        : strcasecmp(v, "error") == 0 ? 3 : 1;
-}
+/* The lowest level cpush_mhd_log writes (debug 0, info 1, warn 2, error 3), as the Swift side
+ * read PUSHFLEET_LOG_LEVEL (Log.level(from:)) and passed it (cpush_mhd_set_log_minimum) before
+ * starting a daemon; info until then. */
+static _Atomic int cpush_log_minimum = 1;
+
+void cpush_mhd_set_log_minimum(int level) { cpush_log_minimum = level; }
+
+int cpush_mhd_log_writes(int level) { return level >= cpush_log_minimum; }
 
 /* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
  * ("Server reached connection limit...", a malformed request) as the event named by cls (a C
@@ -131,8 +128,7 @@ static void cpush_read_log_minimum(void) {
  * messages. */
 void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
     int level = cpush_mhd_log_level(fmt, ap);
-    pthread_once(&cpush_log_minimum_once, cpush_read_log_minimum);
-    if (level < cpush_log_minimum) return;
+    if (!cpush_mhd_log_writes(level)) return;
     const char *event = cls == NULL ? "metrics.http" : (const char *)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);

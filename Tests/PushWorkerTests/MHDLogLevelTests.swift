@@ -1,4 +1,6 @@
 import CPushShims
+import Foundation
+@testable import PushWorker
 import XCTest
 
 /// The level of libmicrohttpd's messages in our JSON logs (`cpush_mhd_log`, used by the metrics
@@ -45,5 +47,21 @@ final class MHDLogLevelTests: XCTestCase {
             XCTAssertEqual(level(fmt), 2, fmt)
         }
         XCTAssertEqual(level(nil), 2)
+    }
+
+    /// One owner for PUSHFLEET_LOG_LEVEL (fresh-user review: the shim read the variable itself,
+    /// beside `Log.level(from:)`): the level libmicrohttpd's lines are written at is the one the
+    /// Swift side passes when it starts a daemon, whatever the environment says.
+    func testTheMinimumIsTheOneSwiftPassesAtStart() throws {
+        defer { cpush_mhd_set_log_minimum(Int32(Log.shared.minimum.rawValue)) }
+        let before = ProcessInfo.processInfo.environment["PUSHFLEET_LOG_LEVEL"]
+        setenv("PUSHFLEET_LOG_LEVEL", "debug", 1)
+        defer { if let before { setenv("PUSHFLEET_LOG_LEVEL", before, 1) } else { unsetenv("PUSHFLEET_LOG_LEVEL") } }
+        for (level, written) in [(Log.Level.warn, [0, 0, 1, 1]), (.debug, [1, 1, 1, 1]), (Log.level(from: "error"), [0, 0, 0, 1])] {
+            let server = try MetricsServer.start(address: MetricsAddress(loopbackOnly: true, port: 0), metrics: WorkerMetrics(),
+                                                 logMinimum: level)
+            XCTAssertEqual((0...3).map { Int(cpush_mhd_log_writes(Int32($0))) }, written, "\(level)")
+            server.stop()
+        }
     }
 }
