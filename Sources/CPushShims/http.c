@@ -55,11 +55,33 @@ int cpush_http_client_address(struct MHD_Connection *connection, char *buf, size
     return inet_ntop(sa->sa_family, src, buf, (socklen_t)len) == NULL ? -1 : 0;
 }
 
-int cpush_http_value_was_cut(const char *value, size_t value_size, const char *next_key) {
-    if (value == NULL) return 0;
-    const char *after = value + value_size + 1;
-    if (*after == '\0') return 0;
-    return after != next_key;
+int cpush_http_value_state(const char *key, size_t key_size, const char *value, size_t value_size,
+                           const char *next_key, const char *block_start, const char *block_end) {
+    if (value == NULL) return CPUSH_HTTP_VALUE_WHOLE;
+    if (block_start != NULL && block_end != NULL) {
+        if (key < block_start || key >= block_end || key + key_size >= value || value >= block_end) {
+            return CPUSH_HTTP_VALUE_FOLDED;
+        }
+    }
+    const char *end = value + value_size;
+    if (block_end != NULL && next_key != NULL) {
+        if (next_key <= end || next_key >= block_end) return CPUSH_HTTP_VALUE_WHOLE;  /* the next one is folded */
+        return next_key - end > 2 ? CPUSH_HTTP_VALUE_NUL : CPUSH_HTTP_VALUE_WHOLE;
+    }
+    if (block_end != NULL) return block_end - end > 4 ? CPUSH_HTTP_VALUE_NUL : CPUSH_HTTP_VALUE_WHOLE;
+    const char *after = end + 1;
+    if (*after == '\0') return CPUSH_HTTP_VALUE_WHOLE;
+    return after != next_key ? CPUSH_HTTP_VALUE_NUL : CPUSH_HTTP_VALUE_WHOLE;
+}
+
+unsigned int cpush_http_queued_status(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
+    return info == NULL ? 0 : info->http_status;
+}
+
+size_t cpush_http_header_size(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info == NULL ? 0 : info->header_size;
 }
 
 int cpush_http_target_was_cut(const char *url, size_t seen_length, const char *version) {

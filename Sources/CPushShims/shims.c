@@ -1,6 +1,5 @@
 #include "CPushShims.h"
 #include <string.h>
-#include <strings.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -81,35 +80,55 @@ static const char *const cpush_mhd_peer_messages[] = {
     "Socket has been disconnected when reading request",
 };
 
-int cpush_mhd_log_level(const char *fmt) {
+/* MHD's messages about a request it refused itself, before the application saw it: the client's
+ * malformed or oversized request (a Content-Length that is not a number or too large for 64 bits,
+ * HTTP/1.1 without Host under strict parsing). */
+static const char *const cpush_mhd_client_messages[] = {
+    "Failed to parse `Content-Length' header",
+    "Too large value of 'Content-Length' header",
+    "Received HTTP/1.1 request without `Host' header",
+};
+
+/* The message MHD writes with every answer it makes itself, its status the first argument. */
+static const char cpush_mhd_error_answer[] = "Error processing request (HTTP response code is %u";
+
+static int cpush_has_prefix(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+int cpush_mhd_log_level(const char *fmt, va_list ap) {
     if (fmt == NULL) return 2;
     for (size_t i = 0; i < sizeof cpush_mhd_peer_messages / sizeof cpush_mhd_peer_messages[0]; i++) {
-        const char *p = cpush_mhd_peer_messages[i];
-        if (strncmp(fmt, p, strlen(p)) == 0) return 0;
+        if (cpush_has_prefix(fmt, cpush_mhd_peer_messages[i])) return 0;
+    }
+    for (size_t i = 0; i < sizeof cpush_mhd_client_messages / sizeof cpush_mhd_client_messages[0]; i++) {
+        if (cpush_has_prefix(fmt, cpush_mhd_client_messages[i])) return 1;
+    }
+    if (cpush_has_prefix(fmt, cpush_mhd_error_answer)) {
+        va_list copy;
+        va_copy(copy, ap);
+        unsigned int status = va_arg(copy, unsigned int);
+        va_end(copy);
+        return status >= 400 && status != 500 ? 1 : 2;
     }
     return 2;
 }
 
-/* The process's PUSHFLEET_LOG_LEVEL as Log.swift reads it (debug 0, info 1 (default), warn 2, error 3). */
-static int cpush_log_minimum = -1;
-static pthread_once_t cpush_log_minimum_once = PTHREAD_ONCE_INIT;
-static void cpush_read_log_minimum(void) {
-    const char *v = getenv("PUSHFLEET_LOG_LEVEL");
-    cpush_log_minimum = v == NULL ? 1
-        : strcasecmp(v, "debug") == 0 ? 0
-        : (strcasecmp(v, "warn") == 0 || strcasecmp(v, "warning") == 0) ? 2
-        : strcasecmp(v, "error") == 0 ? 3 : 1;
-}
+/* The lowest level cpush_mhd_log writes (debug 0, info 1, warn 2, error 3), as the Swift side
+ * read PUSHFLEET_LOG_LEVEL (Log.level(from:)) and passed it (cpush_mhd_set_log_minimum) before
+ * starting a daemon; info until then. */
+static _Atomic int cpush_log_minimum = 1;
+
+void cpush_mhd_set_log_minimum(int level) { cpush_log_minimum = level; }
+
+int cpush_mhd_log_writes(int level) { return level >= cpush_log_minimum; }
 
 /* One JSON object per line on stderr, like the worker's own logs (Log.swift): MHD's messages
  * ("Server reached connection limit...", a malformed request) as the event named by cls (a C
- * string; NULL: metrics.http), the text escaped for JSON and cut to 400 bytes, at warn, except a
- * peer's going away (cpush_mhd_log_level), at debug. A request's content never reaches these
+ * string; NULL: metrics.http), the text escaped for JSON and cut to 400 bytes, at the level
+ * cpush_mhd_log_level gives. A request's content never reaches these
  * messages. */
 void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
-    int level = cpush_mhd_log_level(fmt);
-    pthread_once(&cpush_log_minimum_once, cpush_read_log_minimum);
-    if (level < cpush_log_minimum) return;
+    int level = cpush_mhd_log_level(fmt, ap);
+    if (!cpush_mhd_log_writes(level)) return;
     const char *event = cls == NULL ? "metrics.http" : (const char *)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -121,7 +140,7 @@ void cpush_mhd_log(void *cls, const char *fmt, va_list ap) {
     int n = snprintf(line, sizeof line,
                      "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\",\"message\":\"",
                      parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
-                     parts.tm_sec, now.tv_nsec / 1000000, level == 0 ? "debug" : "warn", event);
+                     parts.tm_sec, now.tv_nsec / 1000000, level == 0 ? "debug" : level == 1 ? "info" : "warn", event);
     if (n < 0) return;
     size_t len = (size_t)n;
     for (size_t i = 0; msg[i] != '\0' && i < 400 && len + 8 < sizeof line; i++) {

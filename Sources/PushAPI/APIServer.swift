@@ -96,6 +96,7 @@ public final class APIServer: @unchecked Sendable {
             handler.tokens = verifier
         }
         var http = config.http
+        http.logMinimum = log.minimum
         if case .eventLoop(let io, _) = http.threading { http.threading = .eventLoop(ioThreads: io, workers: config.poolSize) }
         let api = try HTTPServer.start(http, handler: handler)
         let readiness = ReadinessProbe(databaseURL: config.databaseURL, metrics: metrics, log: log, schema: handler.schema)
@@ -109,6 +110,7 @@ public final class APIServer: @unchecked Sendable {
             m.requestDeadlineSeconds = 3
             m.maxBodyBytes = 0
             m.logEvent = "api.management_http"
+            m.logMinimum = log.minimum
             do { management = try HTTPServer.start(m, handler: ManagementHandler(metrics: metrics)) } catch {
                 api.stop()
                 throw error

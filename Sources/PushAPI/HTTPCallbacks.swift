@@ -46,6 +46,12 @@ func httpRequestCompleted(cls: UnsafeMutableRawPointer?, connection: OpaquePoint
     case .REQUEST_TERMINATED_CLIENT_ABORT: abort = "client_closed"
     default: abort = "error"
     }
+    if state.status == 0, !state.started, code == .REQUEST_TERMINATED_WITH_ERROR {
+        // libmicrohttpd answered the request itself before the handler saw it (a Content-Length
+        // that is not a number, a header block too large): its status, and why.
+        let refused = Int(cpush_http_queued_status(connection))
+        if refused > 0 { return report(core, state, status: refused, abort: "refused") }
+    }
     report(core, state, status: state.status, abort: state.status == 0 ? (abort ?? "error") : abort)
 }
 
@@ -81,8 +87,9 @@ func httpAccessHandler(cls: UnsafeMutableRawPointer?, connection: OpaquePointer?
         state.started = true
         state.method = method.map { String(cString: $0) } ?? ""
         state.path = url.map { String(cString: $0) } ?? "/"
-        readHeaders(connection, state)
+        readHeaders(connection, state, method: method)
         readQuery(connection, state)
+        state.closeAfterAnswer = HTTPFraming.closesAfterAnswer(headers: state.headers)
         if state.refusal == nil, cpush_http_target_was_cut(url, state.target.count, version) != 0 {
             state.refusal = HTTPFraming.targetNULRefusal     // a raw NUL: url and target stop at it
         }
@@ -165,15 +172,16 @@ private func queue(_ core: ServerCore, _ connection: OpaquePointer, _ state: Req
     defer { MHD_destroy_response(response) }
     for (name, value) in answer.headers { _ = MHD_add_response_header(response, name, value) }
     _ = MHD_add_response_header(response, "Request-Id", state.requestID)
-    if core.draining.current { _ = MHD_add_response_header(response, "Connection", "close") }
+    if core.draining.current || state.closeAfterAnswer { _ = MHD_add_response_header(response, "Connection", "close") }
     return MHD_queue_response(connection, UInt32(answer.status), response)
 }
 
 /// Collects headers (names lower-cased), counting them and their bytes. libmicrohttpd gives each
-/// value cut at its first NUL, so a value the client sent with a NUL inside is found from the
-/// bytes libmicrohttpd left in place (`cpush_http_value_was_cut`) and refused (`HTTPFraming`),
-/// never read as its prefix: `zz\0first` and `zz\0second` are not the key `zz`.
-private func readHeaders(_ connection: OpaquePointer, _ state: RequestState) {
+/// value cut at its first NUL, so a value the client sent with a NUL inside or at its end is found
+/// from the bytes libmicrohttpd left in place in the header block, which starts at `method`
+/// (`cpush_http_value_state`), and refused (`HTTPFraming`), never read as its prefix: `zz\0first`,
+/// `zz\0second` and `zz\0` are not the key `zz`. A folded header is refused too.
+private func readHeaders(_ connection: OpaquePointer, _ state: RequestState, method: UnsafePointer<CChar>?) {
     final class Raw { var fields: [(key: UnsafePointer<CChar>, keySize: Int, value: UnsafePointer<CChar>?, valueSize: Int)] = [] }
     let raw = Raw()
     let box = Unmanaged.passUnretained(raw).toOpaque()
@@ -182,13 +190,20 @@ private func readHeaders(_ connection: OpaquePointer, _ state: RequestState) {
         Unmanaged<Raw>.fromOpaque(cls).takeUnretainedValue().fields.append((key, keySize, value, valueSize))
         return .YES
     }, box)
+    let blockSize = cpush_http_header_size(connection)
+    let blockEnd = blockSize > 0 ? method.map { $0 + blockSize } : nil
     for (i, f) in raw.fields.enumerated() {
         let name = f.key.withMemoryRebound(to: UInt8.self, capacity: f.keySize) { UnsafeBufferPointer(start: $0, count: f.keySize) }
         let bytes = f.value.map { v in v.withMemoryRebound(to: UInt8.self, capacity: f.valueSize) { UnsafeBufferPointer(start: $0, count: f.valueSize) } }
             ?? UnsafeBufferPointer(start: nil, count: 0)
         if state.refusal == nil { state.refusal = HTTPFraming.check(name: name, value: bytes) }
-        if state.refusal == nil, cpush_http_value_was_cut(f.value, f.valueSize, i + 1 < raw.fields.count ? raw.fields[i + 1].key : nil) != 0 {
-            state.refusal = HTTPFraming.nulRefusal(String(decoding: name, as: UTF8.self))
+        if state.refusal == nil {
+            let next = i + 1 < raw.fields.count ? raw.fields[i + 1].key : nil
+            switch cpush_http_value_state(f.key, f.keySize, f.value, f.valueSize, next, blockEnd == nil ? nil : method, blockEnd) {
+            case Int32(CPUSH_HTTP_VALUE_NUL.rawValue): state.refusal = HTTPFraming.nulRefusal(String(decoding: name, as: UTF8.self))
+            case Int32(CPUSH_HTTP_VALUE_FOLDED.rawValue): state.refusal = HTTPFraming.foldedRefusal(name)
+            default: break
+            }
         }
         let valid = String(validating: bytes, as: UTF8.self)
         state.headerBytes += f.keySize + f.valueSize

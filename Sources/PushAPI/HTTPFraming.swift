@@ -3,8 +3,11 @@ import Foundation
 /// The request-framing checks the server makes itself once the headers are in, before any
 /// handler sees the request; each refusal is 400 `INVALID_REQUEST` naming the header.
 ///
-/// - A header value holding a NUL byte (RFC 9110 §5.5: NUL is never field content): refused
-///   instead of read as the part before the NUL (two keys `zz\0a` and `zz\0b` would read as one).
+/// - A header value holding a NUL byte (RFC 9110 §5.5: NUL is never field content), inside it or
+///   at its end: refused instead of read as the part before the NUL (two keys `zz\0a` and
+///   `zz\0b`, or `zz\0` and `zz`, would read as one).
+/// - A header continued on an obsolete folded line (RFC 9112 §5.2: a server MUST refuse it with
+///   400 or replace the fold with spaces; libmicrohttpd joins it to the header's name instead).
 /// - A header name that is not a token (RFC 9110 §5.1), such as one with whitespace before the
 ///   colon (RFC 9112 §5.1: MUST be refused with 400).
 /// - Content-Length headers whose values differ (RFC 9112 §6.3: an unrecoverable framing error;
@@ -66,6 +69,14 @@ enum HTTPFraming {
         Refusal(field: name, message: "the \(name) header contains a NUL byte")
     }
 
+    /// The refusal of a header continued on a folded line (`name` as libmicrohttpd joined it: only
+    /// its first token bytes are quoted, `quotedNamePrefix`).
+    static func foldedRefusal(_ name: UnsafeBufferPointer<UInt8>) -> Refusal {
+        let shown = quotedNamePrefix(name)
+        return Refusal(field: shown.isEmpty ? nil : shown,
+                       message: "a header line starts with whitespace (obsolete line folding is not accepted; send each header on one line)")
+    }
+
     /// The refusal of a request target holding a raw NUL byte (path or query).
     static let targetNULRefusal = Refusal(field: nil, message: "the request target contains a NUL byte")
 
@@ -82,6 +93,15 @@ enum HTTPFraming {
             return Refusal(field: "Host", message: "an HTTP/1.1 request must carry a Host header")
         }
         return nil
+    }
+
+    /// Whether the answer must close the connection: a request carrying both Content-Length and
+    /// Transfer-Encoding is read by Transfer-Encoding alone (libmicrohttpd does), and RFC 9112
+    /// §6.1 says the server MUST close the connection after answering it, since an intermediary
+    /// that framed it by Content-Length would read what follows as another request (`headers`
+    /// names lower-cased).
+    static func closesAfterAnswer(headers: [HTTPRequest.Header]) -> Bool {
+        headers.contains { $0.name == "content-length" } && headers.contains { $0.name == "transfer-encoding" }
     }
 
     /// The refusal for the request target's path (the raw bytes of the request line, before

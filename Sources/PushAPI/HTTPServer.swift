@@ -2,6 +2,7 @@ internal import CMicroHTTPD
 internal import CPushShims
 import Foundation
 import Glibc
+import class PushWorker.Log
 
 /// An HTTP/1.1 server on GNU libmicrohttpd for the API and its management address: keep-alive,
 /// limits on body size (413), header size and count (431), absolute request deadlines
@@ -53,6 +54,8 @@ public final class HTTPServer: @unchecked Sendable {
         public var connectionMemoryBytes = 32 * 1024
         /// Event name of libmicrohttpd's own log lines.
         public var logEvent: StaticString = "api.http"
+        /// Lowest level of libmicrohttpd's own log lines written (the process's, set at start).
+        public var logMinimum: Log.Level = .info
 
         /// Defaults above, on `address`.
         public init(address: ListenAddress) { self.address = address }
@@ -76,6 +79,7 @@ public final class HTTPServer: @unchecked Sendable {
     public static func start(_ config: Config, handler: HTTPHandler) throws -> HTTPServer {
         let core = ServerCore(config: config, handler: handler)
         let cls = Unmanaged.passUnretained(core).toOpaque()
+        cpush_mhd_set_log_minimum(Int32(config.logMinimum.rawValue))
         var threadPerConnection: Int32 = 0
         var ioThreads: UInt32 = 1
         switch config.threading {
@@ -211,6 +215,8 @@ final class RequestState: @unchecked Sendable {
     var headerBytes = 0
     /// The first framing problem a header showed (`HTTPFraming`), answered 400 once all are in.
     var refusal: HTTPFraming.Refusal?
+    /// The answer closes the connection (`HTTPFraming.closesAfterAnswer`).
+    var closeAfterAnswer = false
     var query: [HTTPRequest.QueryItem] = []
     var body: [UInt8] = []
     var bodyTooLarge = false

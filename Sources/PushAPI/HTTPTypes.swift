@@ -127,7 +127,8 @@ public struct HTTPExchange: Sendable {
     public var keyPrefix: String?
     /// The client's address, when the handler named it.
     public var client: String?
-    /// Why it ended without a response, when it did (`deadline`, `client_closed`, `shutdown`).
+    /// Why it ended without a response of the handler's, when it did (`idle_timeout`, `client_closed`,
+    /// `shutdown`, `unsent`; `refused` with the status libmicrohttpd answered itself).
     public var abort: String?
 }
 

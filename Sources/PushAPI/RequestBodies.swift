@@ -124,8 +124,9 @@ public struct NotificationBody: Sendable {
         var r = SendRequest(appID: placeholderID, mode: .test, userIDs: users ?? [])
         r.audience = audience
         r.platforms = platforms
-        if users == nil && r.wholeAppAudience == nil && platforms == nil { throw f.missing("user_ids") }
         let devices = try f.strings("device_ids")
+        // Without user_ids, device_ids (which only narrows them) is refused by the service, saying so.
+        if users == nil && devices == nil && r.wholeAppAudience == nil && platforms == nil { throw f.missing("user_ids") }
         r.title = try f.string("title")
         r.body = try f.string("body")
         r.data = try f.object("data").map { JSONWriter.string(.object($0)) }

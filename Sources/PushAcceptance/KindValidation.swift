@@ -86,7 +86,7 @@ enum KindValidation {
             throw AcceptanceError.invalid(field, "at most \(Limits.maxLocArgs) strings")
         }
         if let i = args.firstIndex(where: { $0.utf8.count > Limits.maxLocArgBytes || $0.utf8.contains(0) }) {
-            throw AcceptanceError.invalid(field, "element \(i) (from 0) is not a string of at most \(Limits.maxLocArgBytes) bytes without NUL")
+            throw AcceptanceError.invalid(field, "element \(i + 1) of \(args.count) is not a string of at most \(Limits.maxLocArgBytes) bytes without NUL")
         }
         return args
     }

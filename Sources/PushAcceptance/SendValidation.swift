@@ -55,7 +55,8 @@ enum SendValidation {
         if let key = r.idempotencyKey {
             let n = Limits.characters(key)
             guard n >= 1, n <= Limits.maxIdempotencyKeyCharacters, !key.utf8.contains(0) else {
-                throw AcceptanceError.invalid("idempotency_key", "must be 1 to \(Limits.maxIdempotencyKeyCharacters) characters, without NUL")
+                throw AcceptanceError(.validationError, "the idempotency key must be 1 to \(Limits.maxIdempotencyKeyCharacters) characters, without NUL",
+                                      field: "idempotency_key")
             }
         }
         if let sms = r.smsFallback {
@@ -128,7 +129,7 @@ enum SendValidation {
                 throw AcceptanceError.invalid("platforms", "narrows only a whole-app audience: give audience all with it, "
                                               + "or leave platforms out to address the users of user_ids")
             }
-            try checkUsers(r.userIDs)
+            try checkUsers(r.userIDs, narrowedBy: r.deviceIDs != nil)
             return
         }
         guard audience == "all" else {
@@ -147,17 +148,25 @@ enum SendValidation {
         }
     }
 
+    /// Why `device_ids` without `user_ids` is refused.
+    static let deviceIDsNeedUsers = "required with device_ids, which narrows the users of user_ids to some of their devices "
+        + "(it addresses no device alone)"
+
     /// 1 to 1,000 user ids of 1 to 255 characters each, without NUL (R-DEV-1: no device can
-    /// belong to any other user id).
-    static func checkUsers(_ ids: [String]) throws {
-        guard !ids.isEmpty else { throw AcceptanceError.invalid("user_ids", "at least one user is required") }
+    /// belong to any other user id). With `device_ids` (`narrowedBy`) and no user, the refusal says
+    /// that `device_ids` only narrows the users (R-SEND-1: addressed to users, optionally narrowed
+    /// to some of their devices).
+    static func checkUsers(_ ids: [String], narrowedBy devices: Bool = false) throws {
+        guard !ids.isEmpty else {
+            throw AcceptanceError.invalid("user_ids", devices ? deviceIDsNeedUsers : "at least one user is required")
+        }
         guard ids.count <= Limits.maxUserIDs else {
             throw AcceptanceError.invalid("user_ids", "at most \(Limits.maxUserIDs) user ids")
         }
         for (i, id) in ids.enumerated() {
             let n = Limits.characters(id)
             if n < 1 || n > Limits.maxUserIDCharacters || id.utf8.contains(0) {
-                throw AcceptanceError.invalid("user_ids", "element \(i) (from 0) is not a user id of 1 to \(Limits.maxUserIDCharacters) characters without NUL")
+                throw AcceptanceError.invalid("user_ids", "element \(i + 1) of \(ids.count) is not a user id of 1 to \(Limits.maxUserIDCharacters) characters without NUL")
             }
         }
     }

@@ -59,8 +59,9 @@ public struct NotificationContent: Sendable, Hashable {
     /// or that the honkio Android SDK reads as the envelope (`hk`, R-ENC-5) *(product decision)*.
     /// - Throws: `PushError` with code `.validationError`.
     public func validate() throws {
-        for (i, member) in (data?.members ?? []).enumerated() where Self.isReservedDataKey(member.key) {
-            throw PushError(.validationError, "data: key \(i) (from 0) is reserved (hk, from, message_type, google.*, gcm.*)",
+        let members = data?.members ?? []
+        for (i, member) in members.enumerated() where Self.isReservedDataKey(member.key) {
+            throw PushError(.validationError, "data: key \(i + 1) of \(members.count) is reserved (hk, from, message_type, google.*, gcm.*)",
                             field: "data")
         }
         if let key = collapseKey, key.utf8.count > Self.maxCollapseKeyBytes {

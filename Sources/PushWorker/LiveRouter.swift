@@ -179,7 +179,7 @@ public final class LiveRouter: ProviderRouter, @unchecked Sendable {
             case .success(let client):
                 result = client.send(group.indices.map { Self.request(pushes[$0], index: $0) })
             case .failure(let error):
-                log.warn("live.client_unavailable", ["app_id": appID.uuidString.lowercased(),
+                log.warn("live.client_unavailable", ["app_id": PrefixedID.format(.app, appID),
                                                       "kind": group.provider.credentialKind.rawValue, "error": error.code.rawValue])
                 result = group.indices.map { _ in
                     ProviderAnswer(transport: .notSent,

@@ -3,7 +3,8 @@ import Foundation
 /// Structured logs: one JSON object per line on standard error, with `ts`, `level`, `event`
 /// (Oban-style `component.action`: `queue.claim`, `batch.record`, ...) and flat fields.
 /// Callers pass identifiers and counts only: never a full device token (use `Log.redact`), a key,
-/// a credential or notification content. Level from `PUSHFLEET_LOG_LEVEL` (debug|info|warn|error).
+/// a credential or notification content. Level from `PUSHFLEET_LOG_LEVEL` (debug|info|warn|error),
+/// read here only: the servers pass it on to libmicrohttpd's logger in the C shim when they start.
 public final class Log: @unchecked Sendable {
     /// Severity, ordered.
     public enum Level: Int, Sendable, Comparable {

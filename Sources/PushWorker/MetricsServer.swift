@@ -86,11 +86,14 @@ public final class MetricsServer: @unchecked Sendable {
     ///     request's end) to the end of its answer (default 5 s).
     ///   - softLimit: open connections past which each new one shuts the oldest down (default
     ///     `connectionLimit` less an eighth, at least 8 less).
+    ///   - logMinimum: lowest level of libmicrohttpd's own lines written (default the process's,
+    ///     `Log.shared`; set for the whole process).
     /// - Throws: `MetricsServerError` code `METRICS_START` when the port cannot be bound.
     public static func start(address: MetricsAddress, metrics: WorkerMetrics, connectionLimit: UInt32 = 512,
                              perClientLimit: UInt32 = 16, timeoutSeconds: UInt32 = 5, deadlineSeconds: Double = 5,
-                             softLimit: UInt32? = nil) throws -> MetricsServer {
+                             softLimit: UInt32? = nil, logMinimum: Log.Level = Log.shared.minimum) throws -> MetricsServer {
         metrics.preregisterSeries()
+        cpush_mhd_set_log_minimum(Int32(logMinimum.rawValue))
         let handler = Handler(metrics: metrics)
         let cls = Unmanaged.passUnretained(handler).toOpaque()
         let soft = softLimit ?? (connectionLimit > 16 ? connectionLimit - max(8, connectionLimit / 8) : connectionLimit)

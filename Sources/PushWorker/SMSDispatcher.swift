@@ -158,7 +158,7 @@ public final class SMSDispatcher: @unchecked Sendable {
             r.errorCode = code?.rawValue
             r.errorDetail = detail
             r.ledgerRow = SMSAttemptDecision.recordsLedgerRow(status)
-            log.warn("sms.not_sent", ["notification_id": c.notificationID.uuidString.lowercased(), "status": status.rawValue,
+            log.warn("sms.not_sent", ["notification_id": PrefixedID.format(.notification, c.notificationID), "status": status.rawValue,
                                       "error_code": r.errorCode ?? "", "detail": detail])
             metrics.finished.increment(["none", status.rawValue, r.errorCode ?? ""])
             return .end(r)
@@ -265,8 +265,8 @@ public final class SMSDispatcher: @unchecked Sendable {
         }
         pendingRecords.append(r)
         metrics.requestDuration.observe(seconds)
-        var fields: [String: Any] = ["notification_id": c.notificationID.uuidString.lowercased(),
-                                     "app_id": c.appID.uuidString.lowercased(), "mode": c.mode.rawValue,
+        var fields: [String: Any] = ["notification_id": PrefixedID.format(.notification, c.notificationID),
+                                     "app_id": PrefixedID.format(.app, c.appID), "mode": c.mode.rawValue,
                                      "provider": provider.name, "status": status.rawValue, "attempt": c.attempts + 1,
                                      "error_code": r.errorCode ?? "", "provider_error_code": d.providerCode ?? "",
                                      "ms": Int(seconds * 1000)]

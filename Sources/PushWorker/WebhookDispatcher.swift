@@ -345,11 +345,11 @@ public final class WebhookDispatcher: @unchecked Sendable {
         if let reason = decision.disableEndpoint {
             pendingDisables.append((d.endpointID, reason))
             metrics.disabledTotal.increment([reason.rawValue])
-            log.warn("webhook.endpoint_disabled", ["endpoint_id": d.endpointID.uuidString.lowercased(),
+            log.warn("webhook.endpoint_disabled", ["endpoint_id": PrefixedID.format(.webhookEndpoint, d.endpointID),
                                                    "reason": reason.rawValue, "error": error ?? ""])
         }
         if log.minimum <= .debug {
-            log.debug("webhook.attempt", ["outbox_id": d.outboxID, "endpoint_id": d.endpointID.uuidString.lowercased(),
+            log.debug("webhook.attempt", ["outbox_id": d.outboxID, "endpoint_id": PrefixedID.format(.webhookEndpoint, d.endpointID),
                                           "attempt": d.attempt, "result": result, "error": error ?? "",
                                           "ms": Int(seconds * 1000)])
         }

@@ -84,7 +84,7 @@ extension Worker {
                 setAside(job, "NOT_PENDING: notification \(job.notification.id.uuidString.lowercased()) is \(state.rawValue)",
                          store: store)
             case .started(let s)?:
-                log.debug("notification.start", ["notification_id": job.notification.id, "batches": s.batchJobs,
+                log.debug("notification.start", ["notification_id": PrefixedID.format(.notification, job.notification.id), "batches": s.batchJobs,
                                                 "gone": s.gone, "encrypted": s.encrypted])
                 guard let inline = s.inlineDeviceIDs else {  // split into batch jobs, this job completed
                     keeper.release(job.id)
@@ -133,15 +133,15 @@ extension Worker {
             keeper.release(job.id)
             switch outcome {
             case .split(let jobs, let devices, let charged):
-                log.debug("audience.split", ["notification_id": job.notification.id, "batch_jobs": jobs, "devices": devices,
+                log.debug("audience.split", ["notification_id": PrefixedID.format(.notification, job.notification.id), "batch_jobs": jobs, "devices": devices,
                                             "charged": charged])
             case .done(let jobs, let devices, let charged):
-                log.info("audience.split_done", ["notification_id": job.notification.id, "batch_jobs": jobs,
+                log.info("audience.split_done", ["notification_id": PrefixedID.format(.notification, job.notification.id), "batch_jobs": jobs,
                                                  "devices": devices, "charged": charged])
             case .throttled:
-                log.debug("audience.split_throttled", ["notification_id": job.notification.id])
+                log.debug("audience.split_throttled", ["notification_id": PrefixedID.format(.notification, job.notification.id)])
             case .notSending:
-                log.info("audience.split_stopped", ["notification_id": job.notification.id])
+                log.info("audience.split_stopped", ["notification_id": PrefixedID.format(.notification, job.notification.id)])
             case .leaseLost:
                 log.warn("batch.lease_lost", ["job_id": job.id])
             case .orphaned:
@@ -327,7 +327,7 @@ extension Worker {
             count(o.records, credentials: o.credentials)
             devices += o.records.count
             if r.remainingBatches == 0 { finished += 1 }
-            log.debug("batch.record", ["job_id": o.job.id, "notification_id": o.job.notification.id,
+            log.debug("batch.record", ["job_id": o.job.id, "notification_id": PrefixedID.format(.notification, o.job.notification.id),
                                       "devices": o.records.count, "remaining_batches": r.remainingBatches,
                                       "deactivated": r.deactivated])
         }

@@ -14,7 +14,7 @@ extension Worker {
         } catch {
             state = "unwritten"
         }
-        log.error("job.set_aside", ["job_id": job.id, "notification_id": job.notification.id, "state": state,
+        log.error("job.set_aside", ["job_id": job.id, "notification_id": PrefixedID.format(.notification, job.notification.id), "state": state,
                                     "error": reason.prefix(300)])
     }
 

@@ -129,12 +129,13 @@ extension Commands {
         q.audience = args.value("audience")   // `users` is the same as absent; the service judges the rest
         let platforms = args.values("platform")
         q.platforms = platforms.isEmpty ? nil : platforms
-        guard !users.isEmpty || q.wholeAppAudience != nil || q.platforms != nil else {
-            throw CLIError.usage("--user is required (repeat it for several users; --audience users is the same), or --audience all")
-        }
         let devices = try args.values("device").map { text -> UUID in
             guard let u = PrefixedID.parseLenient(text, as: .device) else { throw CLIError.usage("--device must be a device id (pdev_... or a UUID)") }
             return u
+        }
+        guard !users.isEmpty || q.wholeAppAudience != nil || q.platforms != nil else {
+            if !devices.isEmpty { throw CLIError.usage("--user is required with --device, which narrows the users to some of their devices") }
+            throw CLIError.usage("--user is required (repeat it for several users; --audience users is the same), or --audience all")
         }
         q.deviceIDs = devices.isEmpty ? nil : devices
         q.title = args.value("title")

@@ -129,6 +129,10 @@ final class APIBadInputTests: APITestCase {
             }
         }
         try expect("device id", status: 422, code: "VALIDATION_ERROR", field: "device_ids") { try send(",\"device_ids\":[\"x\"]") }
+        try expect("device_ids without user_ids", status: 422, code: "VALIDATION_ERROR", field: "user_ids") {
+            try call("POST", "/v1/push/notifications", key: testKey,
+                     json: "{\"app_id\":\"\(appID)\",\"device_ids\":[\"pdev_00000000000040008000000000000002\"],\"title\":\"t\"}")
+        }
         try expect("no user", status: 422, code: "VALIDATION_ERROR", field: "user_ids") {
             try call("POST", "/v1/push/notifications", key: testKey, json: "{\"app_id\":\"\(appID)\",\"user_ids\":[]}")
         }
@@ -170,5 +174,29 @@ final class APIBadInputTests: APITestCase {
         // Cutting exactly that many bytes fits.
         let fits = try send(",\"title\":\"t\",\"body\":\"\(String(repeating: "z", count: 4_090 - cut))\"")
         XCTAssertEqual(fits.status, 201, fits.text)
+    }
+
+    /// Refusals read as sentences (fresh-user trial): indexes count from 1 with the total
+    /// ("element 2 of 2", not "element 1 (from 0)"), the idempotency key is named in words rather
+    /// than as `idempotency_key:` beside the header's name, and `device_ids` without `user_ids`
+    /// says that it narrows the users of `user_ids` (R-SEND-1) instead of only "user_ids is required".
+    func testRefusalMessagesNameIndexesFromOneAndSayWhatDeviceIDsNeeds() throws {
+        func message(_ json: String, headers: [(String, String)] = []) throws -> String {
+            let r = try call("POST", "/v1/push/notifications", key: testKey, json: "{\"app_id\":\"\(appID)\",\(json)}", headers: headers)
+            XCTAssertEqual(r.status, 422, r.text)
+            return ((r.json["error"] as? [String: Any])?["message"] as? String) ?? r.text
+        }
+        XCTAssertEqual(try message("\"user_ids\":[\"u\",\"\"],\"title\":\"t\""),
+                       "user_ids: element 2 of 2 is not a user id of 1 to 255 characters without NUL")
+        XCTAssertEqual(try message("\"user_ids\":[\"u\"],\"title_loc_key\":\"k\",\"title_loc_args\":[\"\(String(repeating: "a", count: 1025))\"]"),
+                       "title_loc_args: element 1 of 1 is not a string of at most 1024 bytes without NUL")
+        XCTAssertEqual(try message("\"user_ids\":[\"u\"],\"data\":{\"a\":\"1\",\"gcm.x\":\"2\"}"),
+                       "data: key 2 of 2 is reserved (hk, from, message_type, google.*, gcm.*)")
+        XCTAssertEqual(try message("\"user_ids\":[\"u\"],\"title\":\"t\"", headers: [("Idempotency-Key", String(repeating: "k", count: 256))]),
+                       "the idempotency key must be 1 to 255 characters, without NUL")
+        for body in ["\"device_ids\":[\"pdev_00000000000040008000000000000002\"],\"title\":\"t\"",
+                     "\"user_ids\":[],\"device_ids\":[\"pdev_00000000000040008000000000000002\"],\"title\":\"t\""] {
+            XCTAssertEqual(try message(body), "user_ids: required with device_ids, which narrows the users of user_ids to some of their devices (it addresses no device alone)", body)
+        }
     }
 }

@@ -30,8 +30,8 @@ final class HTTPFramingTests: APITestCase {
     private var sendBody: [UInt8] { Array("{\"app_id\":\"\(appID)\",\"user_ids\":[\"u_nul\"],\"title\":\"t\"}".utf8) }
 
     /// A send with `extra` raw header bytes (each line without its CRLF).
-    private func send(_ extra: [[UInt8]], host: Bool = true, version: String = "HTTP/1.1") throws -> RawHTTP.Response {
-        var lines: [[UInt8]] = [Array("POST /v1/push/notifications \(version)".utf8)]
+    private func send(_ extra: [[UInt8]], host: Bool = true, version: String = "HTTP/1.1", head: [[UInt8]] = []) throws -> RawHTTP.Response {
+        var lines: [[UInt8]] = [Array("POST /v1/push/notifications \(version)".utf8)] + head
         if host { lines.append(Array("Host: x".utf8)) }
         lines += [Array("Content-Type: application/json".utf8), Array("Content-Length: \(sendBody.count)".utf8)]
         if !extra.contains(where: { $0.starts(with: Array("Authorization".utf8)) }) {
@@ -63,6 +63,18 @@ final class HTTPFramingTests: APITestCase {
             try send([header("Idempotency-Key", "zz", nul: "third"), Array("X-After: 1".utf8)])
         }
         try refused("NUL then spaces", field: "X-Trailing") { try send([header("X-Trailing", "v", nul: "  ")]) }
+        // A NUL at the value's very end (fresh-user trial: "zz\0" replayed the notification of "zz"),
+        // as the last header, in the middle, after blanks, twice, and on bare-LF lines.
+        try refused("Idempotency-Key zz NUL, last", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz", nul: "")]) }
+        try refused("Idempotency-Key zz NUL, then another", field: "Idempotency-Key") {
+            try send([header("Idempotency-Key", "zz", nul: ""), Array("X-After: 1".utf8)])
+        }
+        try refused("Idempotency-Key zz blank NUL", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz ", nul: "")]) }
+        try refused("Idempotency-Key zz NUL NUL", field: "Idempotency-Key") { try send([header("Idempotency-Key", "zz", nul: "\u{0}")]) }
+        try refused("Host NUL, first header", field: "Host") { try send([], host: false, head: [header("Host", "x", nul: "")]) }
+        try refused("bare LF, NUL NUL", field: "X-Lf") {
+            try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.1\nHost: x\nAuthorization: Bearer \(testKey)\nX-Lf: v".utf8) + [0, 0] + Array("\nX-Last: 1".utf8))
+        }
         // Whole values are not mistaken for cut ones: bare-LF line ends, trailing blanks, empty values.
         let lf = try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.1\nHost: x\nX-Empty:\nX-Blank: v  \t\nAuthorization: Bearer \(testKey)\nX-Last: 1".utf8))
         XCTAssertEqual(lf.status, 200, lf.text)
@@ -93,6 +105,17 @@ final class HTTPFramingTests: APITestCase {
         XCTAssertEqual(try call("GET", "/v1/push/apps/\(appID)", key: testKey).status, 200, "still serving")
     }
 
+    /// A folded line of token bytes alone (RFC 9112 §5.2: refuse with 400, or replace the fold):
+    /// libmicrohttpd joined it to the name (`X-Tag: a` then ` b` read as `X-Tagb: a`), and with a
+    /// NUL check measuring the line the fold was taken for a NUL. Refused as a fold, wherever it is.
+    func testAFoldedLineOfTokenBytesIsRefusedAsAFold() throws {
+        for (label, head) in [("folded last", "Host: x\r\nAuthorization: Bearer \(testKey)\r\nX-Tag: a\r\n b"),
+                              ("folded middle", "Host: x\r\nX-Tag: a\r\n\tb\r\nAuthorization: Bearer \(testKey)"),
+                              ("folded bare LF", "Host: x\nX-Tag: a\n b\nAuthorization: Bearer \(testKey)")] {
+            try refused(label, field: "X-Tagb") { try raw(Array("GET /v1/push/apps/\(appID) HTTP/1.1\r\n\(head)".utf8)) }
+        }
+    }
+
     func testDifferingContentLengthsAreRefused() throws {
         let body = Array("{\"name\":\"raw\"}".utf8)
         for (a, b) in [(body.count, 3), (3, body.count)] {
@@ -103,6 +126,61 @@ final class HTTPFramingTests: APITestCase {
         // The same value twice frames one body: accepted.
         let same = try raw(Array("POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nContent-Length: \(body.count)".utf8), body: body)
         XCTAssertEqual(same.status, 201, same.text)
+    }
+
+    /// Content-Length beside Transfer-Encoding: chunked: read by the chunks, answered, and then the
+    /// connection closed (RFC 9112 §6.1: MUST close after responding), where it stayed open for
+    /// the next request; a request with either header alone keeps its connection.
+    func testContentLengthWithTransferEncodingIsAnsweredThenClosed() throws {
+        let json = "{\"name\":\"te\"}"
+        let chunked = String(json.utf8.count, radix: 16) + "\r\n" + json + "\r\n0\r\n\r\n"
+        let head = "POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)\r\nContent-Type: application/json\r\n"
+        let both = try RawHTTP(port: port)
+        try both.send(head + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked)
+        let answer = try both.readResponse()
+        XCTAssertEqual(answer.status, 201, answer.text)
+        XCTAssertEqual(answer.headers["connection"]?.lowercased(), "close", answer.text)
+        XCTAssertTrue(both.closes(within: 2), "the connection stayed open after Content-Length with Transfer-Encoding")
+        for (label, framing, body) in [("chunked alone", "Transfer-Encoding: chunked\r\n", chunked),
+                                       ("Content-Length alone", "Content-Length: \(json.utf8.count)\r\n", json)] {
+            let c = try RawHTTP(port: port)
+            try c.send(head + framing + "\r\n" + body)
+            let r = try c.readResponse()
+            XCTAssertEqual(r.status, 201, "\(label): \(r.text)")
+            XCTAssertNil(r.headers["connection"], label)
+            XCTAssertEqual(try c.request("GET", "/v1/push/apps/\(appID)", headers: [("Authorization", "Bearer \(testKey)")]).status, 200, label)
+        }
+    }
+
+    /// A request libmicrohttpd refuses itself before the handler runs (a Content-Length that is not
+    /// a number or too large, a header block over its buffer) is the client's fault: its access
+    /// line carries the status libmicrohttpd answered and `"abort": "refused"`, and libmicrohttpd's
+    /// own lines are info, not warnings (fresh-user trial: two warn lines and `"abort": "error"`
+    /// with status 0 each).
+    func testRequestsLibmicrohttpdRefusesAreLoggedWithTheirStatusAtInfo() throws {
+        let server = try APIProcesses.startAPI(databaseURL: db.database.conninfo)
+        defer { if server.process.isRunning { server.process.terminate() }; try? FileManager.default.removeItem(atPath: server.logPath) }
+        for (length, status) in [("abc", 400), ("99999999999999999999999", 413)] {
+            let c = try RawHTTP(port: server.port)
+            try c.send("POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n\r\n{}")
+            XCTAssertEqual(try c.readHead().status, status, length)
+        }
+        let big = try RawHTTP(port: server.port)
+        try big.send("GET /v1/push/apps HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 70_000))\r\n\r\n")
+        XCTAssertEqual(try big.readHead().status, 431)
+        var lines: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.1)
+            let text = (try? String(contentsOfFile: server.logPath, encoding: .utf8)) ?? ""
+            lines = text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        } while lines.filter({ $0["event"] as? String == "api.request" }).count < 3 && Date() < deadline
+        let requests = lines.filter { $0["event"] as? String == "api.request" }
+        XCTAssertEqual(requests.map { $0["status"] as? Int }, [400, 413, 431], "\(requests)")
+        XCTAssertEqual(requests.map { $0["abort"] as? String }, ["refused", "refused", "refused"], "\(requests)")
+        let mhd = lines.filter { $0["event"] as? String == "api.http" }
+        XCTAssertFalse(mhd.isEmpty, "libmicrohttpd says why")
+        XCTAssertEqual(Set(mhd.map { $0["level"] as? String }), ["info"], "\(mhd)")
     }
 
     func testHTTP11WithoutHostIsRefused() throws {

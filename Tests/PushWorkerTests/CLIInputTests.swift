@@ -54,8 +54,13 @@ final class CLIInputTests: XCTestCase {
         let send = try LiveWebPushCLI.run(LiveWebPushCLI.executable,
             ["send", "--app", app, "--mode", "test", "--user", "", "--title", "t"], environment: Self.nowhere)
         XCTAssertEqual(send.status, 1, send.output)
-        XCTAssertTrue(send.output.contains("VALIDATION_ERROR: user_ids: element 0 (from 0) is not a user id of 1 to 255 characters"),
+        XCTAssertTrue(send.output.contains("VALIDATION_ERROR: user_ids: element 1 of 1 is not a user id of 1 to 255 characters"),
                       send.output)
+        // --device only narrows --user (R-SEND-1): without one, the refusal says so.
+        let device = try LiveWebPushCLI.run(LiveWebPushCLI.executable,
+            ["send", "--app", app, "--mode", "test", "--device", "pdev_00000000000040008000000000000002", "--title", "t"], environment: Self.nowhere)
+        XCTAssertEqual(device.status, 64, device.output)
+        XCTAssertTrue(device.output.contains("--user is required with --device, which narrows the users to some of their devices"), device.output)
     }
 
     func testErrorsAreOneJSONObjectUnderJSONAndVersionAnswers() throws {

@@ -55,6 +55,9 @@ final class CapturedLog: @unchecked Sendable {
         PushWorker.Log(level: level) { [self] line in lock.withLock { lines.append(line) } }
     }
 
+    /// Every captured line, as written.
+    func all() -> [String] { lock.withLock { lines } }
+
     /// The captured lines whose `event` is `event`.
     func events(_ event: String) -> [[String: Any]] {
         lock.withLock { lines }.compactMap { line in

@@ -98,16 +98,16 @@ class WorkerTestCase: XCTestCase {
 
     // MARK: - Worker
 
-    /// A worker with fast settings on this test's world, counting into `metrics`; `configure`
-    /// adjusts the config.
+    /// A worker with fast settings on this test's world, counting into `metrics`, logging to `log`;
+    /// `configure` adjusts the config.
     func makeWorker(_ router: ProviderRouter = RecordingRouter(), owner: String = "test-worker",
                     batchSize: Int = 500, claimLimit: Int = 4, metrics: WorkerMetrics = WorkerMetrics(),
-                    configure: (inout WorkerConfig) -> Void = { _ in }) throws -> Worker {
+                    log: Log = quietLog, configure: (inout WorkerConfig) -> Void = { _ in }) throws -> Worker {
         var config = WorkerConfig(owner: owner, claimLimit: claimLimit, batchSize: batchSize, leaseSeconds: 30,
                                   pollInterval: 0.05, rescueInterval: 0.1, statsInterval: 3600,
                                   retryPolicy: Self.fastRetry)
         configure(&config)
-        let worker = try Worker(config: config, sessions: world.sessions, router: router, metrics: metrics, log: Self.quietLog)
+        let worker = try Worker(config: config, sessions: world.sessions, router: router, metrics: metrics, log: log)
         if Self.backend == .memory { worker.maintainer = nil }
         return worker
     }

@@ -45,14 +45,42 @@ int cpush_http_connection_fd(struct MHD_Connection *connection);
 /// The peer's address as text (IPv4 dotted or IPv6) into buf; 0 on success, -1 otherwise.
 int cpush_http_client_address(struct MHD_Connection *connection, char *buf, size_t len);
 
-/// Whether a header value was cut at a NUL byte the client sent. libmicrohttpd 0.9.75 measures
-/// values with strlen, so `value_size` stops at the first NUL; it parses the header block in place,
-/// ending each line with NUL where its CR and LF were. After a whole value come one or two NULs
-/// (CRLF or bare LF) then the next header's name (`next_key`, NULL for the last header, which is
-/// followed by the blank line's NULs); a non-NUL byte right after the terminator that is not the
-/// next name is the rest of a value cut at its NUL. Reads one byte past the terminator, inside the
-/// header block libmicrohttpd holds.
-int cpush_http_value_was_cut(const char *value, size_t value_size, const char *next_key);
+/// What `cpush_http_value_state` found about one header line.
+enum cpush_http_value {
+    /// The value is whole.
+    CPUSH_HTTP_VALUE_WHOLE = 0,
+    /// The client sent a NUL byte inside the value or at its end (`k\0`): the value was cut there.
+    CPUSH_HTTP_VALUE_NUL = 1,
+    /// The header was continued on an obsolete folded line (RFC 9112 §5.2), which libmicrohttpd
+    /// joins to the header's name, moving the name out of the header block.
+    CPUSH_HTTP_VALUE_FOLDED = 2,
+};
+
+/// Whether a header's value was cut at a NUL byte the client sent, inside it or at its end (`k\0`),
+/// or the header was folded. libmicrohttpd 0.9.75 measures values with strlen, so `value_size`
+/// stops at the first NUL; it parses the header block in place (from `block_start`, the method's
+/// first byte, to `block_end`, that plus MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE), ending each line
+/// with NUL where its CR and LF were. After a whole value come one or two NULs (bare LF or CRLF)
+/// and then the next header's name (`next_key`; NULL for the last header, whose terminator the
+/// blank line's one or two NULs follow up to `block_end`). More bytes than that between the
+/// value's strlen end and the next name (or the block's end) are a NUL the client sent and
+/// whatever followed it. One case stays invisible: a single NUL right before a bare-LF line end
+/// (`k\0\n`) leaves exactly the two NULs a CRLF leaves; every CRLF line is checked exactly. A name
+/// outside the block was moved there by a fold; a header followed by a folded one is not measured
+/// (the folded one is refused). With `block_start` or `block_end` NULL (the header size unknown)
+/// only the byte after the terminator is read: a non-NUL one that is not the next name is the rest
+/// of a cut value.
+int cpush_http_value_state(const char *key, size_t key_size, const char *value, size_t value_size,
+                           const char *next_key, const char *block_start, const char *block_end);
+
+/// The status of the answer queued on the connection, or 0 when none is: in the request-completed
+/// callback of a request libmicrohttpd refused itself (the application never saw it), the status
+/// of libmicrohttpd's own answer (MHD_CONNECTION_INFO_HTTP_STATUS).
+unsigned int cpush_http_queued_status(struct MHD_Connection *connection);
+
+/// Bytes of the request line, headers and blank line (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE),
+/// counted from the method's first byte; 0 when unknown (before the headers are in).
+size_t cpush_http_header_size(struct MHD_Connection *connection);
 
 /// Whether the request-target was cut at a NUL byte the client sent (raw, not `%00`).
 /// libmicrohttpd 0.9.75 parses the request line in place: it ends the target with a NUL where

@@ -63,10 +63,22 @@ uint16_t cpush_mhd_bound_port(struct cpush_mhd_server *server);
 /// C string `cls` (NULL: metrics.http).
 void cpush_mhd_log(void *cls, const char *fmt, va_list ap);
 
-/// The level cpush_mhd_log writes MHD's format string `fmt` at: 0 (debug) for a peer that went away
-/// before or while sending a request (a TCP health check, a client giving up), 2 (warn) otherwise.
-/// Lines below the process's PUSHFLEET_LOG_LEVEL (default info) are not written.
-int cpush_mhd_log_level(const char *fmt);
+/// The level cpush_mhd_log writes MHD's message (format string `fmt`, its arguments `ap`, which are
+/// not consumed) at: 0 (debug) for a peer that went away before or while sending a request (a TCP
+/// health check, a client giving up); 1 (info) for a request MHD refused itself as the client's
+/// fault (a Content-Length that is not a number, and the line MHD writes with each answer it makes
+/// itself unless its status is 500: a malformed request, a header block or request line too large
+/// (4xx), an HTTP version other than 1.x (505)); 2 (warn) otherwise (its 500, the connection limit, anything
+/// unknown). Lines below the minimum the Swift side set (cpush_mhd_set_log_minimum) are not written.
+int cpush_mhd_log_level(const char *fmt, va_list ap);
+
+/// Sets the lowest level cpush_mhd_log writes, for the whole process: Log's level (the Swift side
+/// owns reading PUSHFLEET_LOG_LEVEL, Log.level(from:)), passed by whoever starts a daemon. Info
+/// (1) until set.
+void cpush_mhd_set_log_minimum(int level);
+
+/// Whether cpush_mhd_log writes a line of `level` at the current minimum (1 or 0).
+int cpush_mhd_log_writes(int level);
 
 #include "CPushHTTP.h"
 #endif
