@@ -236,10 +236,15 @@ def workload(binary, label, workers, enqueue_sqls, extra=(), level="info"):
     return drain(binary, label, workers, time.time() - t, extra, level)
 
 
-def drain(binary, label, workers, enq, extra=(), level="info", scope="true"):
+def drain(binary, label, workers, enq, extra=(), level="info", scope="true", checkpoint=False):
     """Runs `workers` workers over what is queued until it is drained; returns the run's figures:
-    worker and PostgreSQL CPU per delivery (each net of the empty-queue baseline), deliveries/s."""
+    worker and PostgreSQL CPU per delivery (each net of the empty-queue baseline), deliveries/s.
+    `checkpoint`: a CHECKPOINT before the workers start, so that the drain does not pay for
+    writing out what was loaded before it (the history's gigabytes: the checkpointer's writes and
+    the full-page images of the first change to each page after a checkpoint)."""
     psql("VACUUM ANALYZE push_notifications, push_jobs, push_ledger")
+    if checkpoint:
+        psql("CHECKPOINT", timeout=1800)
     # A pure drain: every scheduled notification is due before the workers start.
     wait = float(psql("SELECT coalesce(extract(epoch FROM max(send_at) - clock_timestamp()), 0) FROM push_notifications"))
     if wait > 0:
