@@ -42,10 +42,13 @@ public final class Log: @unchecked Sendable {
         "\(token.prefix(6))…(\(token.count))"
     }
 
-    public func debug(_ event: String, _ fields: [String: Any] = [:]) { write(.debug, event, fields) }
-    public func info(_ event: String, _ fields: [String: Any] = [:]) { write(.info, event, fields) }
-    public func warn(_ event: String, _ fields: [String: Any] = [:]) { write(.warn, event, fields) }
-    public func error(_ event: String, _ fields: [String: Any] = [:]) { write(.error, event, fields) }
+    // The fields are an autoclosure, built only when the line is written: a debug line on the
+    // claim-to-record path (one per job at `batch.record`) cost a dictionary, its hashing and the
+    // boxing of each value at every level (callgrind: docs/bench.md, "Where the targets are missed").
+    public func debug(_ event: String, _ fields: @autoclosure () -> [String: Any] = [:]) { write(.debug, event, fields) }
+    public func info(_ event: String, _ fields: @autoclosure () -> [String: Any] = [:]) { write(.info, event, fields) }
+    public func warn(_ event: String, _ fields: @autoclosure () -> [String: Any] = [:]) { write(.warn, event, fields) }
+    public func error(_ event: String, _ fields: @autoclosure () -> [String: Any] = [:]) { write(.error, event, fields) }
 
     /// `date` as RFC 3339 UTC with milliseconds, e.g. `2026-11-29T15:10:03.612Z` (what
     /// `ISO8601DateFormatter` with fractional seconds prints), written with `gmtime_r` and digits:
@@ -77,8 +80,9 @@ public final class Log: @unchecked Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    private func write(_ level: Level, _ event: String, _ fields: [String: Any]) {
+    private func write(_ level: Level, _ event: String, _ makeFields: () -> [String: Any]) {
         guard level >= minimum else { return }
+        let fields = makeFields()
         var line = "{\"ts\":\"\(Self.timestamp(Date()))\",\"level\":\"\(level.name)\",\"event\":"
         Self.appendJSONString(event, to: &line)
         for key in fields.keys.sorted() {
