@@ -279,10 +279,7 @@ enum RecordJSON {
             guard let value else { return }
             key(name)
             out.append(contentsOf: [0x22, 0x5c, 0x5c, 0x78])
-            for b in value {
-                out.append(PGHex.digits[Int(b >> 4)])
-                out.append(PGHex.digits[Int(b & 15)])
-            }
+            PGHex.append(value, to: &out)
             out.append(0x22)
         }
     }

@@ -129,10 +129,7 @@ public enum PGValue: Sendable, Equatable {
         out.reserveCapacity(2 + bytes.count * 2)
         out.append(UInt8(ascii: "\\"))
         out.append(UInt8(ascii: "x"))
-        for b in bytes {
-            out.append(PGHex.digits[Int(b >> 4)])
-            out.append(PGHex.digits[Int(b & 15)])
-        }
+        PGHex.append(bytes, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -152,10 +149,7 @@ public enum PGValue: Sendable, Equatable {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             guard let element else { out.append(contentsOf: "NULL".utf8); continue }
             out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "\\"), UInt8(ascii: "x")])
-            for b in element {
-                out.append(PGHex.digits[Int(b >> 4)])
-                out.append(PGHex.digits[Int(b & 15)])
-            }
+            PGHex.append(element, to: &out)
             out.append(UInt8(ascii: "\""))
         }
         out.append(UInt8(ascii: "}"))
