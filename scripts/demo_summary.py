@@ -4,7 +4,7 @@ import sys
 
 r = json.load(sys.stdin)
 print("notification {}  status={:<12} encrypted={:<5} device_count={}  error_code={}".format(
-    r["id"][:8], r["status"], str(r.get("encrypted")), r["device_count"], r.get("error_code") or "-"))
+    r["id"], r["status"], str(r.get("encrypted")), r["device_count"], r.get("error_code") or "-"))
 if r.get("send_at"):
     print("   send_at {}  started {}".format(r["send_at"], r.get("started_at") or "-"))
 for d in r["deliveries"]:

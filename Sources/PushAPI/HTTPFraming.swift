@@ -86,8 +86,11 @@ enum HTTPFraming {
         if let first = lengths.first, lengths.contains(where: { $0 != first }) {
             return Refusal(field: "Content-Length", message: "the Content-Length headers differ (\(lengths.joined(separator: ", ")))")
         }
-        if headers.filter({ $0.name == "authorization" }).count > 1 {
-            return Refusal(field: "Authorization", message: "send one Authorization header, not several")
+        // Headers the API reads as one value: several would be read as the last one (a second
+        // Idempotency-Key replayed whichever notification that key named), so they are refused.
+        for (name, shown) in [("authorization", "Authorization"), ("idempotency-key", "Idempotency-Key")]
+        where headers.filter({ $0.name == name }).count > 1 {
+            return Refusal(field: shown, message: "send one \(shown) header, not several")
         }
         if version == "HTTP/1.1", !headers.contains(where: { $0.name == "host" }) {
             return Refusal(field: "Host", message: "an HTTP/1.1 request must carry a Host header")

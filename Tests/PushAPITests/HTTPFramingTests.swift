@@ -6,7 +6,7 @@ import PushCore
 /// Framing the server refuses itself (`HTTPFraming`) with a JSON 400 `INVALID_REQUEST` naming the
 /// header, before any handler runs: NUL inside a header value (never cut there), a header name
 /// that is not a token (RFC 9112 §5.1), differing Content-Length values (RFC 9112 §6.3), an
-/// HTTP/1.1 request without Host (RFC 9112 §3.2), several Authorization headers, a path holding a
+/// HTTP/1.1 request without Host (RFC 9112 §3.2), several Authorization or Idempotency-Key headers, a path holding a
 /// decoded NUL or bytes that are not UTF-8. Nothing is written; the server keeps serving.
 final class HTTPFramingTests: APITestCase {
     /// Sends `head` (request line and headers, without the blank line) and `body` raw.
@@ -126,6 +126,20 @@ final class HTTPFramingTests: APITestCase {
         // The same value twice frames one body: accepted.
         let same = try raw(Array("POST /v1/push/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(testKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nContent-Length: \(body.count)".utf8), body: body)
         XCTAssertEqual(same.status, 201, same.text)
+    }
+
+    /// Two Idempotency-Key headers were read as the last one: a request carrying `dupA` and `dupB`
+    /// created a notification under `dupB` and none under `dupA` (R-API-5). Refused, like two
+    /// Authorization headers; one key still works.
+    func testSeveralIdempotencyKeysAreRefused() throws {
+        try refused("two Idempotency-Key headers", field: "Idempotency-Key") {
+            try send([Array("Idempotency-Key: dupA".utf8), Array("Idempotency-Key: dupB".utf8)])
+        }
+        try refused("two Authorization headers", field: "Authorization") {
+            try send([Array("Authorization: Bearer \(testKey)".utf8), Array("Authorization: Bearer \(testKey)".utf8)])
+        }
+        let one = try send([Array("Idempotency-Key: dupB".utf8)])
+        XCTAssertEqual(one.status, 201, "one key: created, so the refused request made nothing under it: \(one.text)")
     }
 
     /// Content-Length beside Transfer-Encoding: chunked: read by the chunks, answered, and then the
