@@ -5,9 +5,10 @@ import PushCore
 /// One PostgreSQL session (owns a `PGconn*`, closed in `deinit`).
 ///
 /// Every statement with parameters goes through `PQexecParams` / `PQexecPrepared`, in text
-/// format but for `PGValue.jsonUTF8` (binary, the batch record's JSON bytes as they are): values are never spliced into SQL (`execScript`, for migrations, takes none). Calls block the calling thread until the server answers
-/// (bound them with `setStatementTimeout`); run them on a dedicated thread, not on Swift's
-/// cooperative pool.
+/// format but for `PGValue.jsonUTF8` (binary, the batch record's JSON bytes as they are): values
+/// are never spliced into SQL (`execScript`, for migrations, takes none). Calls block the calling
+/// thread until the server answers (bound them with `setStatementTimeout`); run them on a
+/// dedicated thread, not on Swift's cooperative pool.
 ///
 /// **Not thread-safe: one connection per thread.** A connection may move between threads, but
 /// only one thread may use it at a time; it is deliberately not `Sendable`.
