@@ -8,8 +8,9 @@ import PushStore
 /// the server must accept writes. Probes each new connection, then again every `interval`
 /// seconds; sets `metrics.ready` (what `/readyz` serves) and logs each change of verdict once.
 public final class ReadinessGate {
-    /// The schema version this build needs: sql/0026_time_ordered_ids is the newest
-    /// migration (notification ids made time-ordered, UUIDv7; before it sql/0025: the start and the
+    /// The schema version this build needs: sql/0027_inlined_uuid_v7 is the newest
+    /// migration (the UUIDv7 generator made inlinable, same bits; before it sql/0026: notification
+    /// ids made time-ordered, UUIDv7; before it sql/0025: the start and the
     /// record planned generically, the pre-0020 erasure index dropped; nothing this build calls
     /// changed shape in either); sql/0024_provider_platforms
     /// (`push_platforms`, which this gate fills from the worker's provider table, and the functions
@@ -36,13 +37,13 @@ public final class ReadinessGate {
     /// order of sql/LOCK_ORDER.md); sql/0009_webhooks the webhook dispatcher and retention deleting
     /// events with their outbox rows; sql/0008_api_accounts the accounts and keys of `pushfleet api`
     /// and the account-aware `push_app_create` the CLI calls; sql/0007 seals provider tokens.
-    public static let requiredSchemaVersion = 26
+    public static let requiredSchemaVersion = 27
 
     /// Every migration this build uses (the `sql/` files' versions up to `requiredSchemaVersion`;
     /// `ReadinessTests` holds it to the directory). All must be recorded, not only the highest: a
     /// branch's migration can land after higher ones (0008 and 0010 after 0011), and a database
     /// migrated by an earlier main records 0011 without them.
-    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
+    public static let requiredMigrations = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]
 
     /// Why a database is not fit for work.
     public enum Verdict: Equatable, Sendable {

@@ -6,10 +6,15 @@
 -- in pages that are in memory, instead of at a random leaf of an index larger than shared_buffers
 -- (measured in docs/bench.md, "History (part 6)"). Ids of one millisecond are unordered among
 -- themselves; nothing relies on their order, only on their locality.
-CREATE FUNCTION push_uuid_v7(p_at timestamptz DEFAULT clock_timestamp()) RETURNS uuid
+-- sql/0027: one expression, so that the planner inlines it (a SQL function whose body has a FROM
+-- clause is not inlined: 0026's was run by the SQL-function executor, its body parsed and planned
+-- again in every statement that called it, about 90 µs per push_enqueue, the column default of
+-- its INSERT; docs/bench.md, "Enqueue"). The text form of a v4 UUID is 8-4-4-4-12 hex digits with
+-- the version digit '4' at position 15: the first 12 digits become the milliseconds, the version
+-- digit '7', and positions 16 on (the v4's last 3 digits of that group, its variant digit and the
+-- rest, 74 random bits) are kept. uuid_in accepts a hyphen after any group of four digits.
+CREATE OR REPLACE FUNCTION push_uuid_v7(p_at timestamptz DEFAULT clock_timestamp()) RETURNS uuid
 LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
-    SELECT encode(set_byte(b, 6, (get_byte(b, 6) & 15) | 112), 'hex')::uuid
-      FROM (SELECT overlay(uuid_send(gen_random_uuid())
-                           PLACING substring(int8send(floor(extract(epoch FROM p_at) * 1000)::bigint) FROM 3)
-                           FROM 1 FOR 6) AS b) r
+    SELECT (lpad(to_hex(floor(extract(epoch FROM p_at) * 1000)::bigint), 12, '0') || '7'
+            || substring(gen_random_uuid()::text FROM 16))::uuid
 $$;
