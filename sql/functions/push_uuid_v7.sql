@@ -9,7 +9,7 @@
 -- sql/0027: one expression, so that the planner inlines it (a SQL function whose body has a FROM
 -- clause is not inlined: 0026's was run by the SQL-function executor, its body parsed and planned
 -- again in every statement that called it, about 90 µs per push_enqueue, the column default of
--- its INSERT; docs/bench.md, "Enqueue"). The text form of a v4 UUID is 8-4-4-4-12 hex digits with
+-- its INSERT; docs/bench.md, "Enqueue, 2026-12-03"). The text form of a v4 UUID is 8-4-4-4-12 hex digits with
 -- the version digit '4' at position 15: the first 12 digits become the milliseconds, the version
 -- digit '7', and positions 16 on (the v4's last 3 digits of that group, its variant digit and the
 -- rest, 74 random bits) are kept. uuid_in accepts a hyphen after any group of four digits.
